@@ -1,0 +1,70 @@
+import { createMiddleware } from "hono/factory";
+import { forgetCredential } from "../credentials/credential-cache";
+import { insertCredential, revokeCredential } from "../credentials/credentials.repository";
+import { hashToken, issueToken } from "../credentials/tokens";
+import { ApiError, notFound } from "../errors/api-error";
+import { createRouter } from "../lib/create-app";
+import { sha256Hex } from "../lib/crypto";
+import { envelope } from "../lib/http";
+import { newId } from "../lib/ids";
+import { type AppEnv, scopes as allScopes } from "../lib/types";
+import { existingWorkspaceIds, insertWorkspace } from "../workspaces/workspaces.repository";
+import { serializeWorkspace } from "../workspaces/workspaces.schemas";
+import { createCredentialRoute, createWorkspaceRoute, revokeCredentialRoute } from "./admin.routes";
+import { serializeCredential } from "./admin.schemas";
+
+/** Constant-time comparison through digests, so the token's length and prefix do not leak. */
+const sameSecret = async (given: string, expected: string) => (await sha256Hex(given)) === (await sha256Hex(expected));
+
+export const operatorAuth = createMiddleware<AppEnv>(async (c, next) => {
+  const adminToken = c.env.ADMIN_TOKEN;
+  if (!adminToken) throw notFound("route");
+  const header = c.req.header("authorization");
+  const challenge = { "WWW-Authenticate": 'Bearer realm="newsletter-operator"' };
+  if (!header) throw new ApiError("missing_credential", "Send the operator token as Authorization: Bearer <token>", { headers: challenge });
+  const token = /^Bearer +(\S+)\s*$/i.exec(header)?.[1];
+  if (!token || !(await sameSecret(token, adminToken))) {
+    throw new ApiError("invalid_credential", "The operator token is wrong", { headers: challenge });
+  }
+  c.set("route", `${c.req.method} ${c.req.routePath}`);
+  await next();
+});
+
+export const adminRouter = createRouter()
+  .openapi(createWorkspaceRoute, async (c) => {
+    const { name } = c.req.valid("json");
+    const now = Date.now();
+    const row = await insertWorkspace(c.var.db, { id: newId("workspace", now), name, createdAt: now });
+    return c.json(envelope(serializeWorkspace(row)), 201);
+  })
+  .openapi(createCredentialRoute, async (c) => {
+    const body = c.req.valid("json");
+    const workspaceIds = [...new Set(body.workspace_ids)];
+    const found = await existingWorkspaceIds(c.var.db, workspaceIds);
+    const missing = workspaceIds.findIndex((id) => !found.has(id));
+    if (missing >= 0) {
+      throw new ApiError("resource_missing", `No such workspace: ${workspaceIds[missing]}`, {
+        param: `workspace_ids[${body.workspace_ids.indexOf(workspaceIds[missing] as string)}]`,
+      });
+    }
+    const now = Date.now();
+    const token = issueToken(body.mode);
+    const credential = {
+      id: newId("credential", now),
+      name: body.name ?? null,
+      mode: body.mode,
+      tokenHash: await hashToken(token),
+      scopes: [...new Set(body.scopes ?? allScopes)],
+      workspaceIds,
+      createdAt: now,
+    };
+    await insertCredential(c.var.db, credential);
+    return c.json(envelope(serializeCredential({ ...credential, revokedAt: null }, token)), 201);
+  })
+  .openapi(revokeCredentialRoute, async (c) => {
+    const { credential_id } = c.req.valid("param");
+    const row = await revokeCredential(c.var.db, credential_id, Date.now());
+    if (!row) throw notFound(`credential: ${credential_id}`);
+    await forgetCredential(row.tokenHash);
+    return c.json(envelope(serializeCredential(row)), 200);
+  });

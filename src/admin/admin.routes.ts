@@ -1,0 +1,50 @@
+import { createRoute } from "@hono/zod-openapi";
+import { readErrorResponses } from "../errors/openapi";
+import { dataEnvelope } from "../lib/schemas";
+import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
+import { CreateCredentialBody, CreateWorkspaceBody, CredentialParams, CredentialSchema } from "./admin.schemas";
+
+const security = [{ adminToken: [] }];
+const description = "Operator API: `Authorization: Bearer <ADMIN_TOKEN>`. Answers 404 when ADMIN_TOKEN is not configured.";
+
+export const createWorkspaceRoute = createRoute({
+  method: "post",
+  path: "/admin/workspaces",
+  tags: ["Operator"],
+  summary: "Create a workspace",
+  description,
+  security,
+  request: { body: { required: true, content: { "application/json": { schema: CreateWorkspaceBody } } } },
+  responses: {
+    ...readErrorResponses,
+    201: { description: "The workspace", content: { "application/json": { schema: dataEnvelope(WorkspaceSchema) } } },
+  },
+});
+
+export const createCredentialRoute = createRoute({
+  method: "post",
+  path: "/admin/credentials",
+  tags: ["Operator"],
+  summary: "Create a credential",
+  description: `${description} The token is in this response only; store it.`,
+  security,
+  request: { body: { required: true, content: { "application/json": { schema: CreateCredentialBody } } } },
+  responses: {
+    ...readErrorResponses,
+    201: { description: "The credential and its token", content: { "application/json": { schema: dataEnvelope(CredentialSchema) } } },
+  },
+});
+
+export const revokeCredentialRoute = createRoute({
+  method: "delete",
+  path: "/admin/credentials/{credential_id}",
+  tags: ["Operator"],
+  summary: "Revoke a credential",
+  description: `${description} Revoked tokens answer 401 invalid_credential (other Cloudflare locations may take up to 60 s to notice).`,
+  security,
+  request: { params: CredentialParams },
+  responses: {
+    ...readErrorResponses,
+    200: { description: "The revoked credential", content: { "application/json": { schema: dataEnvelope(CredentialSchema) } } },
+  },
+});

@@ -1,0 +1,122 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { Scalar } from "@scalar/hono-api-reference";
+import { HTTPException } from "hono/http-exception";
+import { getPathNoStrict } from "hono/utils/url";
+import { adminRouter, operatorAuth } from "./admin/admin.index";
+import { ApiError } from "./errors/api-error";
+import { renderError } from "./errors/render";
+import { createRouter } from "./lib/create-app";
+import { authenticate, rateLimit } from "./middleware/auth";
+import { jsonBody, requestContext } from "./middleware/request-context";
+import { subscribersRouter } from "./subscribers/subscribers.index";
+import { workspacesRouter } from "./workspaces/workspaces.index";
+
+/** `/v1/...` and `/...` are the same endpoint: the version segment is dropped before routing. */
+const withoutVersion = (request: Request) => {
+  const path = getPathNoStrict(request);
+  if (path === "/v1") return "/";
+  return path.startsWith("/v1/") ? path.slice(3) : path;
+};
+
+export const resourceRouters = [workspacesRouter, subscribersRouter];
+
+export const createApp = () => {
+  const app = createRouter();
+  // The router's options are not exposed through createRouter; set the path extractor here.
+  (app as unknown as { getPath: typeof withoutVersion }).getPath = withoutVersion;
+
+  app.use("*", requestContext);
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/health",
+      tags: ["Utility"],
+      summary: "Liveness check",
+      responses: {
+        200: {
+          description: "The service is up",
+          content: { "application/json": { schema: z.object({ status: z.literal("ok") }) } },
+        },
+      },
+    }),
+    (c) => c.json({ status: "ok" as const }, 200),
+  );
+
+  app.use("/admin/*", operatorAuth, jsonBody);
+  app.route("/", adminRouter);
+
+  app.use("/workspaces", authenticate, rateLimit, jsonBody);
+  app.use("/workspaces/*", authenticate, rateLimit, jsonBody);
+  for (const router of resourceRouters) app.route("/", router);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "A server credential: `svc_test_…` (delivers through the sandbox) or `svc_live_…`.",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", {
+    type: "http",
+    scheme: "bearer",
+    description: "The operator token (ADMIN_TOKEN secret).",
+  });
+  app.doc31("/openapi.json", (c) => ({
+    openapi: "3.1.0",
+    info: {
+      title: "Newsletter Service API",
+      version: "1.0.0",
+      description:
+        "Subscribers, campaigns and asynchronous sends. Every path is served under `/v1` (canonical) and without it. Errors share one envelope; see the `Error` schema.",
+    },
+    servers: [{ url: `${new URL(c.req.url).origin}/v1` }],
+  }));
+  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Newsletter Service API" }));
+
+  const allowed = allowedMethods(app.routes);
+  app.notFound((c) => {
+    const methods = allowed(c.req.path);
+    if (methods) {
+      throw new ApiError("method_not_allowed", `${c.req.method} is not allowed on ${c.req.path}`, {
+        headers: { Allow: methods },
+      });
+    }
+    throw new ApiError("not_found", `No route for ${c.req.method} ${c.req.path}`);
+  });
+  app.onError((err, c) => renderError(c, fromFrameworkError(err)));
+  return app;
+};
+
+/** Framework-level exceptions (body gate, JSON parse) mapped onto the closed code list. */
+const fromFrameworkError = (err: unknown): unknown => {
+  if (!(err instanceof HTTPException)) return err;
+  switch (err.status) {
+    case 400:
+      return new ApiError("invalid_json", "Request body is not valid JSON");
+    case 413:
+      return new ApiError("payload_too_large", "Request body is too large");
+    case 415:
+      return new ApiError("unsupported_media_type", "Request body must be JSON, sent with Content-Type: application/json");
+    default:
+      return err;
+  }
+};
+
+/** For 405: which methods the route table has for a path that matched no route with this method. */
+const allowedMethods = (routes: { method: string; path: string }[]) => {
+  const table = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  for (const { method, path } of routes) {
+    if (method === "ALL" || path.includes("*")) continue;
+    let entry = table.get(path);
+    if (!entry) {
+      entry = { pattern: new RegExp(`^${path.replace(/:[A-Za-z_]+/g, "[^/]+")}$`), methods: new Set() };
+      table.set(path, entry);
+    }
+    entry.methods.add(method);
+    if (method === "GET") entry.methods.add("HEAD");
+  }
+  return (path: string): string | undefined => {
+    const methods = new Set<string>();
+    for (const entry of table.values()) if (entry.pattern.test(path)) for (const m of entry.methods) methods.add(m);
+    return methods.size > 0 ? [...methods].join(", ") : undefined;
+  };
+};

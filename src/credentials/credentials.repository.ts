@@ -1,0 +1,66 @@
+import { and, eq, isNull, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { credentials, credentialWorkspaces } from "../db/schema";
+import type { CredentialMode, Scope } from "../lib/types";
+
+export type CredentialRow = typeof credentials.$inferSelect & { workspaceIds: string[] };
+
+export const findCredentialByHash = async (db: Db, tokenHash: string): Promise<CredentialRow | undefined> => {
+  const row = await db
+    .select({
+      id: credentials.id,
+      name: credentials.name,
+      mode: credentials.mode,
+      tokenHash: credentials.tokenHash,
+      scopes: credentials.scopes,
+      createdAt: credentials.createdAt,
+      revokedAt: credentials.revokedAt,
+      workspaceIds: sql<string>`(select json_group_array(${credentialWorkspaces.workspaceId}) from ${credentialWorkspaces} where ${credentialWorkspaces.credentialId} = ${credentials.id})`,
+    })
+    .from(credentials)
+    .where(eq(credentials.tokenHash, tokenHash))
+    .get();
+  return row && { ...row, workspaceIds: JSON.parse(row.workspaceIds) as string[] };
+};
+
+export type NewCredential = {
+  id: string;
+  name: string | null;
+  mode: CredentialMode;
+  tokenHash: string;
+  scopes: Scope[];
+  workspaceIds: string[];
+  createdAt: number;
+};
+
+/** One atomic batch: the credential and its workspace grants. */
+export const insertCredential = async (db: Db, credential: NewCredential): Promise<void> => {
+  const { workspaceIds, ...row } = credential;
+  await db.batch([
+    db.insert(credentials).values(row),
+    ...chunk(workspaceIds, 40).map((ids) =>
+      db.insert(credentialWorkspaces).values(ids.map((workspaceId) => ({ credentialId: row.id, workspaceId }))),
+    ),
+  ]);
+};
+
+/** Sets revoked_at once; revoking again keeps the first instant. */
+export const revokeCredential = async (db: Db, id: string, now: number): Promise<CredentialRow | undefined> => {
+  await db
+    .update(credentials)
+    .set({ revokedAt: now })
+    .where(and(eq(credentials.id, id), isNull(credentials.revokedAt)));
+  const row = await db.select().from(credentials).where(eq(credentials.id, id)).get();
+  if (!row) return undefined;
+  const grants = await db
+    .select({ workspaceId: credentialWorkspaces.workspaceId })
+    .from(credentialWorkspaces)
+    .where(eq(credentialWorkspaces.credentialId, id));
+  return { ...row, workspaceIds: grants.map((g) => g.workspaceId) };
+};
+
+const chunk = <T>(items: T[], size: number): T[][] => {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+};

@@ -1,0 +1,60 @@
+// The closed list of error codes the API can answer with, and the status and type each implies.
+export const errorCodes = {
+  validation_failed: { status: 400, type: "invalid_request_error" },
+  invalid_json: { status: 400, type: "invalid_request_error" },
+  invalid_cursor: { status: 400, type: "invalid_request_error" },
+  resource_missing: { status: 400, type: "invalid_request_error" },
+  unknown_integration: { status: 400, type: "invalid_request_error" },
+  missing_credential: { status: 401, type: "authentication_error" },
+  invalid_credential: { status: 401, type: "authentication_error" },
+  insufficient_scope: { status: 403, type: "permission_error" },
+  not_found: { status: 404, type: "invalid_request_error" },
+  method_not_allowed: { status: 405, type: "invalid_request_error" },
+  subscriber_exists: { status: 409, type: "invalid_request_error" },
+  campaign_not_sendable: { status: 409, type: "invalid_request_error" },
+  idempotency_key_in_use: { status: 409, type: "idempotency_error" },
+  payload_too_large: { status: 413, type: "invalid_request_error" },
+  unsupported_media_type: { status: 415, type: "invalid_request_error" },
+  idempotency_key_reused: { status: 422, type: "idempotency_error" },
+  rate_limited: { status: 429, type: "rate_limit_error" },
+  internal_error: { status: 500, type: "api_error" },
+} as const;
+
+export type ErrorCode = keyof typeof errorCodes;
+export type ErrorStatus = (typeof errorCodes)[ErrorCode]["status"];
+
+export type ErrorDetail = { param?: string; message: string; [extra: string]: unknown };
+
+export type ApiErrorOptions = {
+  param?: string;
+  details?: ErrorDetail[];
+  /** Extra response headers (Allow, Retry-After, WWW-Authenticate). */
+  headers?: Record<string, string>;
+};
+
+/** Thrown anywhere; rendered into the one error envelope by `renderError`. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly param?: string;
+  readonly details?: ErrorDetail[];
+  readonly headers?: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: ApiErrorOptions = {}) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.param = options.param;
+    this.details = options.details;
+    this.headers = options.headers;
+  }
+
+  get status(): ErrorStatus {
+    return errorCodes[this.code].status;
+  }
+
+  get type(): string {
+    return errorCodes[this.code].type;
+  }
+}
+
+export const notFound = (what: string) => new ApiError("not_found", `No such ${what}`);

@@ -1,0 +1,62 @@
+import { z } from "@hono/zod-openapi";
+import type { ErrorDetail } from "./api-error";
+
+// Messages read as the end of a sentence whose subject is the parameter: "limit must be at most 100".
+const sizeNoun: Record<string, string> = { string: " characters", array: " items", set: " items" };
+
+const describe = (issue: z.core.$ZodRawIssue): string | undefined => {
+  switch (issue.code) {
+    case "invalid_type":
+      if (issue.input === undefined) return "is required";
+      if (issue.expected === "int") return "must be an integer";
+      return `must be ${/^[aeiou]/.test(issue.expected) ? "an" : "a"} ${issue.expected}`;
+    case "too_big":
+      return issue.origin === "array" || issue.origin === "set"
+        ? `must have at most ${issue.maximum}${sizeNoun[issue.origin]}`
+        : `must be at most ${issue.maximum}${sizeNoun[issue.origin] ?? ""}`;
+    case "too_small":
+      if (issue.origin === "string" && issue.minimum === 1) return "must not be empty";
+      return issue.origin === "array" || issue.origin === "set"
+        ? `must have at least ${issue.minimum}${sizeNoun[issue.origin]}`
+        : `must be at least ${issue.minimum}${sizeNoun[issue.origin] ?? ""}`;
+    case "invalid_value":
+      return `must be one of: ${issue.values.map(String).join(", ")}`;
+    case "invalid_format":
+      if (issue.format === "email") return "must be a valid email address";
+      if (issue.format === "datetime") return "must be an ISO 8601 date-time with a time zone";
+      return `must be a valid ${issue.format}`;
+    case "not_multiple_of":
+      return `must be a multiple of ${issue.divisor}`;
+    default:
+      return undefined;
+  }
+};
+
+z.config({ customError: describe });
+
+/** Renders a path the way clients write it: `tags[2]`, `filter.tags_any[0]`. */
+const paramOf = (path: readonly PropertyKey[], prefix?: string): string | undefined => {
+  let out = prefix ?? "";
+  for (const part of path) {
+    if (typeof part === "number") out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out || undefined;
+};
+
+export const zodIssuesToDetails = (error: z.core.$ZodError, rename?: (param: string) => string): ErrorDetail[] => {
+  const details: ErrorDetail[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) {
+        const param = paramOf([...issue.path, key]);
+        details.push({ param, message: `${param} is not a recognized parameter` });
+      }
+      continue;
+    }
+    const raw = paramOf(issue.path);
+    const param = raw && rename ? rename(raw) : raw;
+    details.push({ param, message: param ? `${param} ${issue.message}` : issue.message });
+  }
+  return details;
+};

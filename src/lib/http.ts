@@ -1,0 +1,31 @@
+import type { Context } from "hono";
+import type { AppEnv } from "./types";
+
+export type Envelope<T> = { data: T };
+export type Page<T> = { data: T[]; pagination: { has_more: boolean; next_cursor: string | null } };
+
+export const envelope = <T>(data: T): Envelope<T> => ({ data });
+
+/** Keyset page: fetch `limit + 1` rows; the extra row only says whether another page exists. */
+export const toPage = async <Row extends { id: string }, Out>(
+  c: Context<AppEnv>,
+  listScope: string,
+  rows: Row[],
+  limit: number,
+  serialize: (row: Row) => Out,
+): Promise<Page<Out>> => {
+  const hasMore = rows.length > limit;
+  const pageRows = hasMore ? rows.slice(0, limit) : rows;
+  const last = pageRows.at(-1);
+  return {
+    data: pageRows.map(serialize),
+    pagination: {
+      has_more: hasMore,
+      next_cursor: hasMore && last ? await c.var.cursors.encode(listScope, last.id) : null,
+    },
+  };
+};
+
+/** Decodes `after` for this list, or undefined for the first page. */
+export const afterPosition = (c: Context<AppEnv>, listScope: string, after: string | undefined) =>
+  after === undefined ? Promise.resolve(undefined) : c.var.cursors.decode(listScope, after);

@@ -1,0 +1,73 @@
+import { createMiddleware } from "hono/factory";
+import { createDb } from "../db/client";
+import { ApiError } from "../errors/api-error";
+import { cursorCodec } from "../lib/cursor";
+import { newId } from "../lib/ids";
+import type { AppEnv } from "../lib/types";
+
+/**
+ * First middleware: gives the request its id (echoed as `Request-Id`), its per-request services,
+ * and writes the one structured log line when the response is ready.
+ */
+export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
+  const started = Date.now();
+  const requestId = newId("request", started);
+  c.set("requestId", requestId);
+  c.set("db", createDb(c.env.DB));
+  c.set("cursors", lazyCursors(c.env.CURSOR_SECRET));
+  await next();
+  c.header("Request-Id", requestId);
+  console.log(
+    JSON.stringify({
+      level: "info",
+      request_id: requestId,
+      method: c.req.method,
+      route: c.get("route") ?? null,
+      path: c.req.path,
+      status: c.res.status,
+      duration_ms: Date.now() - started,
+      credential_id: c.get("principal")?.credentialId ?? null,
+    }),
+  );
+});
+
+const lazyCursors = (secret: string | undefined): ReturnType<typeof cursorCodec> => {
+  if (secret) return cursorCodec(secret);
+  const unconfigured = () => Promise.reject(new Error("CURSOR_SECRET is not configured"));
+  return { encode: unconfigured, decode: unconfigured };
+};
+
+const MAX_BODY_BYTES = 64 * 1024;
+const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;.*)?$/i;
+
+/**
+ * Reads and checks a request body once, before routing: size (413), media type (415) and JSON
+ * syntax (400 invalid_json). The parsed object is handed to the validators through Hono's body
+ * cache, so the body is parsed once; the raw bytes stay available for idempotency fingerprints.
+ */
+export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
+  if (c.req.method === "GET" || c.req.method === "HEAD" || c.req.method === "OPTIONS") return next();
+  const tooLarge = () => new ApiError("payload_too_large", `Request body must be at most ${MAX_BODY_BYTES} bytes`);
+  if (Number(c.req.header("content-length") ?? 0) > MAX_BODY_BYTES) throw tooLarge();
+  const bytes = await c.req.arrayBuffer();
+  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge();
+  if (bytes.byteLength === 0) {
+    c.req.bodyCache.json = Promise.resolve({});
+    return next();
+  }
+  const contentType = c.req.header("content-type");
+  if (!contentType || !JSON_TYPE.test(contentType)) {
+    throw new ApiError("unsupported_media_type", "Request body must be JSON, sent with Content-Type: application/json");
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
+  } catch {
+    throw new ApiError("invalid_json", "Request body is not valid JSON");
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new ApiError("invalid_json", "Request body must be a JSON object");
+  }
+  c.req.bodyCache.json = Promise.resolve(parsed);
+  return next();
+});

@@ -1,0 +1,72 @@
+import { ApiError, notFound } from "../errors/api-error";
+import { createRouter } from "../lib/create-app";
+import { afterPosition, envelope, toPage } from "../lib/http";
+import { newId } from "../lib/ids";
+import {
+  emailKey,
+  findSubscriber,
+  findSubscriberIdByEmail,
+  insertSubscriber,
+  listSubscribersPage,
+  type SubscriberChanges,
+  updateSubscriber,
+} from "./subscribers.repository";
+import { createSubscriber, getSubscriber, listSubscribers, updateSubscriber as updateRoute } from "./subscribers.routes";
+import { serializeSubscriber } from "./subscribers.schemas";
+
+const emailTaken = (email: string, existingId: string | undefined) =>
+  new ApiError("subscriber_exists", `A subscriber with email ${email} already exists in this workspace`, {
+    param: "email",
+    details: [{ param: "email", message: "email is already in use", subscriber_id: existingId }],
+  });
+
+export const subscribersRouter = createRouter()
+  .openapi(createSubscriber, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const now = Date.now();
+    const row = await insertSubscriber(c.var.db, {
+      id: newId("subscriber", now),
+      workspaceId: workspace_id,
+      email: body.email,
+      emailKey: emailKey(body.email),
+      name: body.name ?? null,
+      status: body.status,
+      tags: body.tags ?? [],
+      location: body.location ?? null,
+      source: body.source ?? null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    if (!row) throw emailTaken(body.email, (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email))?.id);
+    return c.json(envelope(serializeSubscriber(row)), 201);
+  })
+  .openapi(getSubscriber, async (c) => {
+    const { workspace_id, subscriber_id } = c.req.valid("param");
+    const row = await findSubscriber(c.var.db, workspace_id, subscriber_id);
+    if (!row) throw notFound(`subscriber: ${subscriber_id}`);
+    return c.json(envelope(serializeSubscriber(row)), 200);
+  })
+  .openapi(updateRoute, async (c) => {
+    const { workspace_id, subscriber_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const changes: SubscriberChanges = { updatedAt: Date.now() };
+    if (body.email !== undefined) Object.assign(changes, { email: body.email, emailKey: emailKey(body.email) });
+    if (body.name !== undefined) changes.name = body.name;
+    if (body.tags !== undefined) changes.tags = body.tags;
+    if (body.location !== undefined) changes.location = body.location;
+    if (body.source !== undefined) changes.source = body.source;
+    if (body.status !== undefined) changes.status = body.status;
+    const row = await updateSubscriber(c.var.db, workspace_id, subscriber_id, changes);
+    if (row) return c.json(envelope(serializeSubscriber(row)), 200);
+    if (!(await findSubscriber(c.var.db, workspace_id, subscriber_id))) throw notFound(`subscriber: ${subscriber_id}`);
+    throw emailTaken(body.email ?? "", (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email ?? ""))?.id);
+  })
+  .openapi(listSubscribers, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const { limit, after, ...filter } = c.req.valid("query");
+    const scope = `subscribers:${workspace_id}`;
+    const position = await afterPosition(c, scope, after);
+    const rows = await listSubscribersPage(c.var.db, workspace_id, filter, position, limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeSubscriber), 200);
+  });

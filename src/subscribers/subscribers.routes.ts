@@ -1,0 +1,71 @@
+import { apiRoute } from "../lib/route";
+import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import {
+  CreateSubscriberBody,
+  ListSubscribersQuery,
+  SubscriberParams,
+  SubscriberSchema,
+  UpdateSubscriberBody,
+} from "./subscribers.schemas";
+
+const one = (description: string) => ({
+  description,
+  content: { "application/json": { schema: dataEnvelope(SubscriberSchema) } },
+});
+
+export const createSubscriber = apiRoute({
+  method: "post",
+  path: "/workspaces/{workspace_id}/subscribers",
+  tags: ["Subscribers"],
+  summary: "Create a subscriber",
+  description: "Adds a subscriber. The email is unique per workspace, case-insensitively (409 `subscriber_exists`).",
+  scope: "subscribers:write",
+  idempotent: true,
+  request: {
+    params: WorkspaceParams,
+    body: { required: true, content: { "application/json": { schema: CreateSubscriberBody } } },
+  },
+  responses: { 201: one("The new subscriber") },
+});
+
+export const getSubscriber = apiRoute({
+  method: "get",
+  path: "/workspaces/{workspace_id}/subscribers/{subscriber_id}",
+  tags: ["Subscribers"],
+  summary: "Retrieve a subscriber",
+  scope: "subscribers:read",
+  request: { params: SubscriberParams },
+  responses: { 200: one("The subscriber") },
+});
+
+export const updateSubscriber = apiRoute({
+  method: "patch",
+  path: "/workspaces/{workspace_id}/subscribers/{subscriber_id}",
+  tags: ["Subscribers"],
+  summary: "Update a subscriber",
+  description:
+    "Changes the given fields, including the consent `status`. `null` clears name, location and source; `tags` replaces the whole list.",
+  scope: "subscribers:write",
+  idempotent: true,
+  request: {
+    params: SubscriberParams,
+    body: { required: true, content: { "application/json": { schema: UpdateSubscriberBody } } },
+  },
+  responses: { 200: one("The updated subscriber") },
+});
+
+export const listSubscribers = apiRoute({
+  method: "get",
+  path: "/workspaces/{workspace_id}/subscribers",
+  tags: ["Subscribers"],
+  summary: "List subscribers",
+  description: "Newest first. Filters combine with each other and with the cursor.",
+  scope: "subscribers:read",
+  request: { params: WorkspaceParams, query: ListSubscribersQuery },
+  responses: {
+    200: {
+      description: "A page of subscribers",
+      content: { "application/json": { schema: pageEnvelope(SubscriberSchema) } },
+    },
+  },
+});

@@ -1,0 +1,37 @@
+import { and, desc, eq, inArray, lt } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { credentialWorkspaces, workspaces } from "../db/schema";
+
+export const findWorkspace = (db: Db, id: string) => db.select().from(workspaces).where(eq(workspaces.id, id)).get();
+
+/** Workspaces granted to a credential, newest first, keyset on the grant's primary key. */
+export const listCredentialWorkspacesPage = (db: Db, credentialId: string, after: string | undefined, take: number) =>
+  db
+    .select({ id: workspaces.id, name: workspaces.name, createdAt: workspaces.createdAt })
+    .from(credentialWorkspaces)
+    .innerJoin(workspaces, eq(workspaces.id, credentialWorkspaces.workspaceId))
+    .where(
+      and(
+        eq(credentialWorkspaces.credentialId, credentialId),
+        after === undefined ? undefined : lt(credentialWorkspaces.workspaceId, after),
+      ),
+    )
+    .orderBy(desc(credentialWorkspaces.workspaceId))
+    .limit(take);
+
+export const insertWorkspace = async (db: Db, row: typeof workspaces.$inferInsert) => {
+  await db.insert(workspaces).values(row);
+  return row as typeof workspaces.$inferSelect;
+};
+
+export const existingWorkspaceIds = async (db: Db, ids: string[]): Promise<Set<string>> => {
+  const found = new Set<string>();
+  for (let i = 0; i < ids.length; i += 90) {
+    const rows = await db
+      .select({ id: workspaces.id })
+      .from(workspaces)
+      .where(inArray(workspaces.id, ids.slice(i, i + 90)));
+    for (const row of rows) found.add(row.id);
+  }
+  return found;
+};

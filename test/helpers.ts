@@ -1,0 +1,99 @@
+import { env, exports } from "cloudflare:workers";
+import { expect } from "vitest";
+
+export const ADMIN_TOKEN = "test-admin-token";
+const BASE = "https://api.example.test";
+
+export type ApiResponse<T = any> = { status: number; headers: Headers; body: T; text: string };
+
+export type CallOptions = {
+  token?: string | null;
+  body?: unknown;
+  /** Raw body bytes/text, sent as is. */
+  raw?: BodyInit;
+  headers?: Record<string, string>;
+};
+
+/** One HTTP request through the worker's own fetch handler, as a client would send it. */
+export const call = async <T = any>(method: string, path: string, options: CallOptions = {}): Promise<ApiResponse<T>> => {
+  const headers = new Headers(options.headers);
+  if (options.token) headers.set("authorization", `Bearer ${options.token}`);
+  let body: BodyInit | undefined = options.raw;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    if (!headers.has("content-type")) headers.set("content-type", "application/json");
+  }
+  const res = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+};
+
+export const admin = (method: string, path: string, body?: unknown) => call(method, path, { token: ADMIN_TOKEN, body });
+
+export const createWorkspace = async (name = "Acme") => {
+  const res = await admin("POST", "/admin/workspaces", { name });
+  expect(res.status).toBe(201);
+  return res.body.data as { id: string; name: string };
+};
+
+export const createCredential = async (
+  workspaceIds: string[],
+  options: { mode?: "test" | "live"; scopes?: string[] } = {},
+) => {
+  const res = await admin("POST", "/admin/credentials", {
+    mode: options.mode ?? "test",
+    workspace_ids: workspaceIds,
+    ...(options.scopes && { scopes: options.scopes }),
+  });
+  expect(res.status).toBe(201);
+  return res.body.data as { id: string; token: string };
+};
+
+/** A workspace and a credential with every scope on it. */
+export const tenant = async (name = "Acme", mode: "test" | "live" = "test") => {
+  const workspace = await createWorkspace(name);
+  const credential = await createCredential([workspace.id], { mode });
+  const as = (method: string, path: string, options: Omit<CallOptions, "token"> = {}) =>
+    call(method, path, { ...options, token: credential.token });
+  return { workspace, credential, token: credential.token, ws: `/v1/workspaces/${workspace.id}`, call: as };
+};
+
+/** Fast seeding straight into D1 (ids in creation order), for tests about reading and paging. */
+export const seedSubscribers = async (
+  workspaceId: string,
+  count: number,
+  make: (i: number) => { email?: string; status?: string; tags?: string[] } = () => ({}),
+) => {
+  const ids: string[] = [];
+  const base = Date.now();
+  const statements: D1PreparedStatement[] = [];
+  const insert = env.DB.prepare(
+    "insert into subscribers (id, workspace_id, email, email_key, name, status, tags, location, source, created_at, updated_at) values (?, ?, ?, ?, null, ?, ?, null, null, ?, ?)",
+  );
+  for (let i = 0; i < count; i++) {
+    const spec = make(i);
+    const id = `sub_${(base + i).toString(36).padStart(10, "0").toUpperCase()}${String(i).padStart(16, "0")}`;
+    const email = spec.email ?? `user${i}@example.com`;
+    ids.push(id);
+    statements.push(
+      insert.bind(id, workspaceId, email, email.toLowerCase(), spec.status ?? "active", JSON.stringify(spec.tags ?? []), base + i, base + i),
+    );
+  }
+  for (let i = 0; i < statements.length; i += 500) await env.DB.batch(statements.slice(i, i + 500));
+  return ids;
+};
+
+export const expectError = (res: ApiResponse, status: number, code: string, param?: string) => {
+  expect(res.status, res.text).toBe(status);
+  expect(res.body?.error?.code, res.text).toBe(code);
+  expect(typeof res.body.error.message).toBe("string");
+  expect(res.body.error.request_id).toMatch(/^req_/);
+  expect(res.headers.get("request-id")).toBe(res.body.error.request_id);
+  if (param !== undefined) expect(res.body.error.param).toBe(param);
+};
