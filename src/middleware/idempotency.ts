@@ -4,7 +4,7 @@ import { ApiError } from "../errors/api-error";
 import type { AppEnv } from "../lib/types";
 
 export const IdempotencyHeaders = z.object({
-  "idempotency-key": z
+  "Idempotency-Key": z
     .string()
     .min(8)
     .max(255)
