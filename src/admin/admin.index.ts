@@ -26,7 +26,6 @@ export const operatorAuth = createMiddleware<AppEnv>(async (c, next) => {
   if (!token || !(await sameSecret(token, adminToken))) {
     throw new ApiError("invalid_credential", "The operator token is wrong", { headers: challenge });
   }
-  c.set("route", `${c.req.method} ${c.req.routePath}`);
   await next();
 });
 

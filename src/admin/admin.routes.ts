@@ -1,5 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { readErrorResponses } from "../errors/openapi";
+import { routeName } from "../lib/route";
 import { dataEnvelope } from "../lib/schemas";
 import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
 import { CreateCredentialBody, CreateWorkspaceBody, CredentialParams, CredentialSchema } from "./admin.schemas";
@@ -10,6 +11,7 @@ const description = "Operator API: `Authorization: Bearer <ADMIN_TOKEN>`. Answer
 export const createWorkspaceRoute = createRoute({
   method: "post",
   path: "/admin/workspaces",
+  middleware: [routeName("post", "/admin/workspaces")] as const,
   tags: ["Operator"],
   summary: "Create a workspace",
   description,
@@ -24,6 +26,7 @@ export const createWorkspaceRoute = createRoute({
 export const createCredentialRoute = createRoute({
   method: "post",
   path: "/admin/credentials",
+  middleware: [routeName("post", "/admin/credentials")] as const,
   tags: ["Operator"],
   summary: "Create a credential",
   description: `${description} The token is in this response only; store it.`,
@@ -38,6 +41,7 @@ export const createCredentialRoute = createRoute({
 export const revokeCredentialRoute = createRoute({
   method: "delete",
   path: "/admin/credentials/{credential_id}",
+  middleware: [routeName("delete", "/admin/credentials/{credential_id}")] as const,
   tags: ["Operator"],
   summary: "Revoke a credential",
   description: `${description} Revoked tokens answer 401 invalid_credential (other Cloudflare locations may take up to 60 s to notice).`,

@@ -13,7 +13,8 @@ type ApiRouteConfig = Omit<RouteConfig, "middleware" | "security"> & {
   idempotent?: boolean;
 };
 
-const routeName = (method: string, path: string) =>
+/** Names the matched route template for the access log. */
+export const routeName = (method: string, path: string) =>
   createMiddleware<AppEnv>(async (c, next) => {
     c.set("route", `${method.toUpperCase()} ${path}`);
     await next();

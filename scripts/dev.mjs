@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+// `npm run dev`: local secrets, migrations, `wrangler dev`, then a working demo credential printed.
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const wrangler = join(root, "node_modules", ".bin", "wrangler");
+const port = Number(process.env.PORT ?? 8787);
+const base = `http://localhost:${port}`;
+const env = { ...process.env, WRANGLER_SEND_METRICS: "false" };
+
+// 1. Local secrets (.dev.vars is git-ignored; wrangler dev reads it).
+const devVars = join(root, ".dev.vars");
+if (!existsSync(devVars)) {
+  const secret = () => randomBytes(24).toString("base64url");
+  writeFileSync(devVars, `ADMIN_TOKEN=${secret()}\nCURSOR_SECRET=${secret()}\n`);
+  console.log("Created .dev.vars with a local ADMIN_TOKEN and CURSOR_SECRET.");
+}
+const vars = Object.fromEntries(
+  readFileSync(devVars, "utf8")
+    .split("\n")
+    .filter((line) => line.includes("="))
+    .map((line) => [line.slice(0, line.indexOf("=")).trim(), line.slice(line.indexOf("=") + 1).trim()]),
+);
+
+// 2. Migrations on the local D1 database.
+const migrate = spawnSync(wrangler, ["d1", "migrations", "apply", "DB", "--local"], { cwd: root, env, stdio: "inherit" });
+if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+
+// 3. The service.
+const dev = spawn(wrangler, ["dev", "--port", String(port), ...process.argv.slice(2)], { cwd: root, env, stdio: "inherit" });
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
+dev.on("exit", (code) => process.exit(code ?? 0));
+
+// 4. A demo workspace and test credential, made through the operator API and remembered.
+const statePath = join(root, ".wrangler", "demo-credential.json");
+const admin = (path, body) =>
+  fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  }).then(async (res) => {
+    if (!res.ok) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
+    return (await res.json()).data;
+  });
+
+const waitForHealth = async () => {
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(`${base}/health`)).ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error("wrangler dev did not answer /health within 120 s");
+};
+
+const demoCredential = async () => {
+  if (existsSync(statePath)) {
+    const saved = JSON.parse(readFileSync(statePath, "utf8"));
+    const probe = await fetch(`${base}/v1/workspaces/${saved.workspace_id}`, { headers: { authorization: `Bearer ${saved.token}` } });
+    if (probe.ok) return saved;
+  }
+  const workspace = await admin("/admin/workspaces", { name: "Demo workspace" });
+  const credential = await admin("/admin/credentials", { mode: "test", workspace_ids: [workspace.id], name: "demo" });
+  const saved = { workspace_id: workspace.id, token: credential.token };
+  mkdirSync(dirname(statePath), { recursive: true });
+  writeFileSync(statePath, JSON.stringify(saved, null, 2));
+  return saved;
+};
+
+try {
+  await waitForHealth();
+  const { workspace_id, token } = await demoCredential();
+  console.log(`
+──────────────────────────────────────────────────────────────────────
+ Newsletter service: ${base}   (API reference: ${base}/docs)
+ Demo workspace:  ${workspace_id}
+ Test credential: ${token}
+
+   export NEWSLETTER_TOKEN=${token}
+   export WS=${workspace_id}
+   curl -s ${base}/v1/workspaces -H "Authorization: Bearer $NEWSLETTER_TOKEN"
+──────────────────────────────────────────────────────────────────────
+`);
+} catch (error) {
+  console.error(`Could not create the demo credential: ${error.message}`);
+}
