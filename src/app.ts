@@ -3,6 +3,7 @@ import { Scalar } from "@scalar/hono-api-reference";
 import { HTTPException } from "hono/http-exception";
 import { getPathNoStrict } from "hono/utils/url";
 import { adminRouter, operatorAuth } from "./admin/admin.index";
+import { benchRoutes } from "./bench/bench.index";
 import { ApiError } from "./errors/api-error";
 import { renderError } from "./errors/render";
 import { createRouter } from "./lib/create-app";
@@ -43,6 +44,7 @@ export const createApp = () => {
     (c) => c.json({ status: "ok" as const }, 200),
   );
 
+  app.use("/bench/*", benchRoutes);
   app.use("/admin/*", operatorAuth, jsonBody);
   app.route("/", adminRouter);
 

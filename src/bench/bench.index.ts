@@ -1,0 +1,98 @@
+import { Hono, type MiddlewareHandler } from "hono";
+import { cursorCodec } from "../lib/cursor";
+import { newId } from "../lib/ids";
+import type { AppEnv } from "../lib/types";
+import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.sql";
+
+// Baselines for bench/run.mjs, served by the same worker: `/bench/constant` is the framework's floor
+// (routing and the request-context middleware, nothing else) and `/bench/raw/*` the storage floor
+// (the repository's SQL straight on env.DB: no auth, validation, drizzle or serialisation).
+
+const bench = new Hono<{ Bindings: Env }>().basePath("/bench");
+
+bench.get("/constant", (c) => c.json({ status: "ok" }));
+
+bench.get("/raw/workspaces/:workspace_id/subscribers/:subscriber_id", async (c) => {
+  const row = await c.env.DB.prepare(findSubscriberSql)
+    .bind(c.req.param("workspace_id"), c.req.param("subscriber_id"))
+    .first();
+  return row ? c.json({ data: row }) : c.json({ error: "not found" }, 404);
+});
+
+bench.get("/raw/workspaces/:workspace_id/subscribers", async (c) => {
+  const limit = Number(c.req.query("limit") ?? 20);
+  const { sql, params } = listSubscribersSql(
+    c.req.param("workspace_id"),
+    { status: c.req.query("status"), tag: c.req.query("tag"), after: c.req.query("after") },
+    limit + 1,
+  );
+  const { results } = await c.env.DB.prepare(sql)
+    .bind(...params)
+    .all();
+  return c.json({ data: results.slice(0, limit), has_more: results.length > limit });
+});
+
+bench.post("/raw/workspaces/:workspace_id/subscribers", async (c) => {
+  const body = await c.req.json<{ email: string; tags?: string[] }>();
+  const now = Date.now();
+  const email = body.email.trim();
+  const row = await c.env.DB.prepare(insertSubscriberSql)
+    .bind(
+      newId("subscriber", now),
+      c.req.param("workspace_id"),
+      email,
+      email.toLowerCase(),
+      null,
+      "active",
+      JSON.stringify(body.tags ?? []),
+      null,
+      null,
+      now,
+      now,
+    )
+    .first();
+  return row ? c.json({ data: row }, 201) : c.json({ error: "exists" }, 409);
+});
+
+/** A stored response read back from KV: the floor of an idempotent replay. */
+bench.get("/raw/kv/:key", async (c) => {
+  const stored = await c.env.IDEMPOTENCY_KV.get(c.req.param("key"));
+  return stored === null ? c.json({ error: "not found" }, 404) : c.body(stored, 200, { "content-type": "application/json" });
+});
+
+bench.put("/raw/kv/:key", async (c) => {
+  await c.env.IDEMPOTENCY_KV.put(c.req.param("key"), await c.req.text(), { expirationTtl: 86_400 });
+  return c.json({ stored: true });
+});
+
+/**
+ * The signed cursor of the list position `offset` rows deep, for the depth benchmark. OFFSET here
+ * only locates the position once; the pages themselves are keyset reads.
+ */
+bench.get("/cursor", async (c) => {
+  const workspaceId = c.req.query("workspace_id") ?? "";
+  const offset = Number(c.req.query("offset") ?? 0);
+  const tag = c.req.query("tag");
+  const status = c.req.query("status");
+  const statusClause = status === undefined ? "" : " and s.status = ?";
+  const sql =
+    tag === undefined
+      ? `select s.id from subscribers s where s.workspace_id = ?${statusClause} order by s.id desc limit 1 offset ?`
+      : `select s.id from subscriber_tags t join subscribers s on s.id = t.subscriber_id where t.workspace_id = ? and t.tag = ?${statusClause} order by t.subscriber_id desc limit 1 offset ?`;
+  const params = [workspaceId, ...(tag === undefined ? [] : [tag]), ...(status === undefined ? [] : [status]), offset];
+  const row = await c.env.DB.prepare(sql)
+    .bind(...params)
+    .first<{ id: string }>();
+  if (!row || !c.env.CURSOR_SECRET) return c.json({ error: "no such position or no CURSOR_SECRET" }, 404);
+  const cursor = await cursorCodec(c.env.CURSOR_SECRET).encode(`subscribers:${workspaceId}`, row.id);
+  return c.json({ position: row.id, cursor });
+});
+
+/**
+ * Mounted with `app.use("/bench/*", benchRoutes)`: a wildcard middleware is not in the route table
+ * that answers 405, so with BENCH_ROUTES off every /bench path is exactly an unknown route (404).
+ */
+export const benchRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.env.BENCH_ROUTES !== "on") return next();
+  return bench.fetch(c.req.raw, c.env, c.executionCtx);
+};

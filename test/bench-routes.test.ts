@@ -1,0 +1,92 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { call, expectError, seedSubscribers, tenant } from "./helpers";
+
+// The test environment uses wrangler.toml's vars: BENCH_ROUTES is "off", as in every deployment.
+describe("benchmark routes when BENCH_ROUTES is off", () => {
+  it("is the configuration under test", () => {
+    expect(env.BENCH_ROUTES).toBe("off");
+  });
+
+  const probes: [string, string][] = [
+    ["GET", "/bench/constant"],
+    ["GET", "/v1/bench/constant"],
+    ["GET", "/bench/raw/workspaces/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T/subscribers"],
+    ["GET", "/bench/raw/workspaces/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T/subscribers/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T"],
+    ["POST", "/bench/raw/workspaces/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T/subscribers"],
+    ["GET", "/bench/raw/kv/some-key"],
+    ["PUT", "/bench/raw/kv/some-key"],
+    ["GET", "/bench/cursor?workspace_id=ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T&offset=0"],
+    ["DELETE", "/bench/constant"],
+  ];
+
+  it.each(probes)("%s %s answers exactly like an unknown route", async (method, path) => {
+    const res = await call(method, path, method === "GET" || method === "DELETE" ? {} : { body: { email: "a@example.com" } });
+    expectError(res, 404, "not_found");
+    const unknown = await call(method, path.replace("/bench/", "/no-such-route/"), {});
+    expect(res.body.error.message).toBe(unknown.body.error.message.replace("/no-such-route/", "/bench/"));
+    expect(res.headers.get("allow")).toBeNull();
+  });
+
+  it("does not read storage or write KV on their behalf", async () => {
+    const t = await tenant();
+    const res = await call("GET", `/bench/raw/workspaces/${t.workspace.id}/subscribers`, { token: t.token });
+    expectError(res, 404, "not_found");
+    await call("PUT", "/bench/raw/kv/bench-probe", { raw: "{}", headers: { "content-type": "application/json" } });
+    expect(await env.IDEMPOTENCY_KV.get("bench-probe")).toBeNull();
+  });
+
+  it("is not described in /openapi.json", async () => {
+    const res = await call("GET", "/openapi.json");
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.paths).filter((path) => path.includes("bench"))).toEqual([]);
+    expect(res.text).not.toContain("/bench");
+  });
+});
+
+// The storage floor must run the repository's own SQL, or the ratios compare different work.
+describe("benchmark routes when BENCH_ROUTES is on", () => {
+  const app = createApp();
+  const benchCall = async (method: string, path: string, body?: unknown) => {
+    const ctx = createExecutionContext();
+    const init: RequestInit = body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } };
+    const res = await app.fetch(new Request(`https://api.example.test${path}`, init), { ...env, BENCH_ROUTES: "on" }, ctx);
+    await waitOnExecutionContext(ctx);
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  it("lists the same subscribers, in the same order, as the API for every filter and cursor", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 30, (i) => ({
+      status: i % 3 === 0 ? "unsubscribed" : "active",
+      tags: i % 2 === 0 ? ["weekly"] : [],
+    }));
+    for (const filter of ["", "&status=active", "&tag=weekly", "&tag=weekly&status=active"]) {
+      const deep = await benchCall("GET", `/bench/cursor?workspace_id=${t.workspace.id}&offset=4${filter}`);
+      expect(deep.status).toBe(200);
+      const api = await t.call("GET", `${t.ws}/subscribers?limit=5&after=${deep.body.cursor}${filter}`);
+      expect(api.status, api.text).toBe(200);
+      const raw = await benchCall("GET", `/bench/raw/workspaces/${t.workspace.id}/subscribers?limit=5&after=${deep.body.position}${filter}`);
+      expect(raw.body.data.map((row: { id: string }) => row.id)).toEqual(api.body.data.map((row: { id: string }) => row.id));
+      expect(raw.body.data).toHaveLength(5);
+      const first = await benchCall("GET", `/bench/raw/workspaces/${t.workspace.id}/subscribers?limit=5${filter}`);
+      const apiFirst = await t.call("GET", `${t.ws}/subscribers?limit=5${filter}`);
+      expect(first.body.data.map((row: { id: string }) => row.id)).toEqual(apiFirst.body.data.map((row: { id: string }) => row.id));
+    }
+  });
+
+  it("reads one subscriber and creates one through the repository's statements", async () => {
+    const t = await tenant();
+    const created = await benchCall("POST", `/bench/raw/workspaces/${t.workspace.id}/subscribers`, { email: "Raw@Example.com" });
+    expect(created.status).toBe(201);
+    const api = await t.call("GET", `${t.ws}/subscribers/${created.body.data.id}`);
+    expect(api.status, api.text).toBe(200);
+    expect(api.body.data.email).toBe("Raw@Example.com");
+    const again = await benchCall("POST", `/bench/raw/workspaces/${t.workspace.id}/subscribers`, { email: "raw@example.com" });
+    expect(again.status).toBe(409);
+    const read = await benchCall("GET", `/bench/raw/workspaces/${t.workspace.id}/subscribers/${created.body.data.id}`);
+    expect(read.body.data.id).toBe(created.body.data.id);
+  });
+});
