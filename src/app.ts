@@ -48,7 +48,7 @@ export const createApp = () => {
   app.use("/admin/*", operatorAuth, jsonBody);
   app.route("/", adminRouter);
 
-  app.use("/workspaces", authenticate, rateLimit, jsonBody);
+  // "/workspaces/*" also matches "/workspaces" itself.
   app.use("/workspaces/*", authenticate, rateLimit, jsonBody);
   for (const router of resourceRouters) app.route("/", router);
 

@@ -1,0 +1,78 @@
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { ADMIN_TOKEN, admin, call, createWorkspace, expectError } from "./helpers";
+
+describe("operator API", () => {
+  it("requires the operator token", async () => {
+    expectError(await call("POST", "/admin/workspaces", { body: { name: "x" } }), 401, "missing_credential");
+    expectError(await call("POST", "/admin/workspaces", { token: "wrong", body: { name: "x" } }), 401, "invalid_credential");
+    expectError(await call("POST", "/admin/workspaces", { token: `${ADMIN_TOKEN}x`, body: { name: "x" } }), 401, "invalid_credential");
+  });
+
+  it("answers 404 for every operator route when ADMIN_TOKEN is not configured", async () => {
+    const app = createApp();
+    const request = new Request("https://api.example.test/admin/workspaces", {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "x" }),
+    });
+    const res = await app.fetch(request, { ...env, ADMIN_TOKEN: undefined }, { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("not_found");
+    expect(exports.default.fetch).toBeDefined();
+  });
+
+  it("creates a workspace", async () => {
+    const res = await admin("POST", "/admin/workspaces", { name: "  Acme  " });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ object: "workspace", name: "Acme" });
+    expect(res.body.data.id).toMatch(/^ws_[0-9A-Z]{26}$/);
+    expectError(await admin("POST", "/admin/workspaces", {}), 400, "validation_failed", "name");
+    expectError(await admin("POST", "/admin/workspaces", { name: "x", extra: 1 }), 400, "validation_failed", "extra");
+  });
+
+  it("creates a credential whose token is shown once and hashed at rest", async () => {
+    const ws = await createWorkspace();
+    const res = await admin("POST", "/admin/credentials", { mode: "live", workspace_ids: [ws.id], name: "server" });
+    expect(res.status).toBe(201);
+    const credential = res.body.data;
+    expect(credential).toMatchObject({
+      object: "credential",
+      name: "server",
+      mode: "live",
+      workspace_ids: [ws.id],
+      scopes: ["workspaces:read", "subscribers:read", "subscribers:write", "campaigns:read", "campaigns:write", "campaigns:send"],
+      revoked_at: null,
+    });
+    expect(credential.id).toMatch(/^cred_/);
+    expect(credential.token).toMatch(/^svc_live_[0-9A-Za-z]{32,}$/);
+    const stored = await env.DB.prepare("select * from credentials where id = ?").bind(credential.id).first<Record<string, unknown>>();
+    expect(JSON.stringify(stored)).not.toContain(credential.token.slice(9));
+    expect(stored?.token_hash).toMatch(/^[0-9a-f]{64}$/);
+
+    const revoked = await admin("DELETE", `/admin/credentials/${credential.id}`);
+    expect(revoked.body.data.token).toBeUndefined();
+    expect(revoked.body.data.revoked_at).not.toBeNull();
+  });
+
+  it("validates credential requests", async () => {
+    const ws = await createWorkspace();
+    expectError(await admin("POST", "/admin/credentials", { mode: "prod", workspace_ids: [ws.id] }), 400, "validation_failed", "mode");
+    expectError(await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [] }), 400, "validation_failed", "workspace_ids");
+    expectError(
+      await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id], scopes: ["everything"] }),
+      400,
+      "validation_failed",
+      "scopes[0]",
+    );
+    expectError(
+      await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id, "ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T"] }),
+      400,
+      "resource_missing",
+      "workspace_ids[1]",
+    );
+    expectError(await admin("DELETE", "/admin/credentials/cred_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 404, "not_found");
+    expectError(await admin("DELETE", "/admin/credentials/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 400, "validation_failed", "credential_id");
+  });
+});

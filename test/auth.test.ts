@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { admin, call, createCredential, createWorkspace, expectError, tenant } from "./helpers";
+
+describe("authentication", () => {
+  it("requires a credential on every resource route", async () => {
+    const ws = await createWorkspace();
+    for (const [method, path] of [
+      ["GET", "/v1/workspaces"],
+      ["GET", `/v1/workspaces/${ws.id}/subscribers`],
+      ["POST", `/v1/workspaces/${ws.id}/subscribers`],
+      ["GET", "/workspaces"],
+    ] as const) {
+      const res = await call(method, path);
+      expectError(res, 401, "missing_credential");
+      expect(res.body.error.type).toBe("authentication_error");
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    }
+  });
+
+  it("rejects malformed and unknown tokens alike", async () => {
+    const ws = await createWorkspace();
+    const { token } = await createCredential([ws.id]);
+    for (const header of [
+      "Bearer",
+      `Token ${token}`,
+      "Bearer svc_test_short",
+      "Bearer sk_test_0123456789abcdefghijklmnopqrstuvwxyz",
+      `Bearer svc_live_${token.slice("svc_test_".length)}`,
+      "Bearer svc_test_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    ]) {
+      const res = await call("GET", "/v1/workspaces", { headers: { authorization: header } });
+      expectError(res, 401, "invalid_credential");
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    }
+  });
+
+  it("stops accepting a token as soon as it is revoked", async () => {
+    const t = await tenant();
+    expect((await t.call("GET", "/v1/workspaces")).status).toBe(200);
+    const revoked = await admin("DELETE", `/admin/credentials/${t.credential.id}`);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.data.revoked_at).toMatch(/Z$/);
+    expectError(await t.call("GET", "/v1/workspaces"), 401, "invalid_credential");
+    expectError(await t.call("GET", `${t.ws}/subscribers`), 401, "invalid_credential");
+  });
+
+  it("gives live and test credentials the same view of a workspace", async () => {
+    const t = await tenant("Shared", "test");
+    const live = await createCredential([t.workspace.id], { mode: "live" });
+    expect(live.token).toMatch(/^svc_live_[0-9A-Za-z]{32,}$/);
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "both@example.com" } });
+    const viaTest = await t.call("GET", `${t.ws}/subscribers`);
+    const viaLive = await call("GET", `${t.ws}/subscribers`, { token: live.token });
+    expect(viaLive.status).toBe(200);
+    expect(viaLive.body.data).toEqual(viaTest.body.data);
+  });
+});
+
+describe("scopes", () => {
+  it("answers 403 insufficient_scope for a route outside the credential's scopes", async () => {
+    const ws = await createWorkspace();
+    const reader = await createCredential([ws.id], { scopes: ["subscribers:read"] });
+    const writer = await createCredential([ws.id], { scopes: ["subscribers:write"] });
+    const path = `/v1/workspaces/${ws.id}/subscribers`;
+
+    const denied = await call("POST", path, { token: reader.token, body: { email: "a@example.com" } });
+    expectError(denied, 403, "insufficient_scope");
+    expect(denied.body.error.type).toBe("permission_error");
+    expect(denied.body.error.message).toContain("subscribers:write");
+    expect((await call("GET", path, { token: reader.token })).status).toBe(200);
+    expectError(await call("GET", "/v1/workspaces", { token: reader.token }), 403, "insufficient_scope");
+
+    const created = await call("POST", path, { token: writer.token, body: { email: "a@example.com" } });
+    expect(created.status).toBe(201);
+    expectError(await call("GET", path, { token: writer.token }), 403, "insufficient_scope");
+    expectError(await call("GET", `${path}/${created.body.data.id}`, { token: writer.token }), 403, "insufficient_scope");
+  });
+});
+
+describe("rate limiting", () => {
+  it("answers 429 rate_limited with Retry-After once a credential exceeds its limit, per credential", async () => {
+    // The test configuration sets the per-credential limit to 300 requests per 60 s.
+    const busy = await tenant("Busy");
+    const quiet = await tenant("Quiet");
+    const results = [];
+    for (let i = 0; i < 300; i++) results.push((await busy.call("GET", "/v1/workspaces")).status);
+    expect(results.findIndex((s) => s !== 200), JSON.stringify(results.filter((s) => s !== 200).slice(0, 3))).toBe(-1);
+    const limited = await busy.call("GET", "/v1/workspaces");
+    expectError(limited, 429, "rate_limited");
+    expect(limited.body.error.type).toBe("rate_limit_error");
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await quiet.call("GET", "/v1/workspaces")).status).toBe(200);
+  });
+});
