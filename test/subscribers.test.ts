@@ -1,0 +1,273 @@
+import { describe, expect, it } from "vitest";
+import { call, createWorkspace, expectError, seedSubscribers, tenant } from "./helpers";
+
+const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+describe("POST /workspaces/{workspace_id}/subscribers", () => {
+  it("creates a subscriber with every field present", async () => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "  Ada@Example.com ", name: "Ada" } });
+    expect(res.status).toBe(201);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(res.body).toEqual({
+      data: {
+        id: expect.stringMatching(/^sub_[0-9A-Z]{26}$/),
+        object: "subscriber",
+        email: "Ada@Example.com",
+        name: "Ada",
+        status: "active",
+        tags: [],
+        location: null,
+        source: null,
+        created_at: expect.stringMatching(ISO_MS),
+        updated_at: expect.stringMatching(ISO_MS),
+      },
+    });
+    const fetched = await t.call("GET", `${t.ws}/subscribers/${res.body.data.id}`);
+    expect(fetched.body).toEqual(res.body);
+  });
+
+  it("trims tags, drops duplicates and keeps their order", async () => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, {
+      body: { email: "t@example.com", tags: [" beta ", "weekly", "beta", "alpha"], location: "Berlin", source: "import", status: "pending" },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ tags: ["beta", "weekly", "alpha"], location: "Berlin", source: "import", status: "pending" });
+  });
+
+  it("rejects an email already in the workspace, case-insensitively, naming the existing subscriber", async () => {
+    const t = await tenant();
+    const first = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "dup@example.com" } });
+    const second = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "DUP@Example.COM" } });
+    expectError(second, 409, "subscriber_exists", "email");
+    expect(second.body.error.details[0].subscriber_id).toBe(first.body.data.id);
+    // Another workspace may hold the same address.
+    const other = await tenant("Other");
+    expect((await other.call("POST", `${other.ws}/subscribers`, { body: { email: "dup@example.com" } })).status).toBe(201);
+  });
+
+  it.each([
+    [{}, "email", "email is required"],
+    [{ email: "not-an-email" }, "email", "email must be a valid email address"],
+    [{ email: 42 }, "email", "email must be a string"],
+    [{ email: `${"a".repeat(250)}@example.com` }, "email", "email must be at most 254 characters"],
+    [{ email: "a@example.com", name: "n".repeat(201) }, "name", "name must be at most 200 characters"],
+    [{ email: "a@example.com", location: 5 }, "location", "location must be a string"],
+    [{ email: "a@example.com", tags: "news" }, "tags", "tags must be an array"],
+    [{ email: "a@example.com", tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, "tags", "tags must have at most 50 items"],
+    [{ email: "a@example.com", tags: ["ok", "x".repeat(41)] }, "tags[1]", "tags[1] must be at most 40 characters"],
+    [{ email: "a@example.com", tags: ["   "] }, "tags[0]", "tags[0] must not be empty"],
+    [{ email: "a@example.com", status: "subscribed" }, "status", "status must be one of: active, unsubscribed, bounced, pending"],
+    [{ email: "a@example.com", nickname: "Ada" }, "nickname", "nickname is not a recognized parameter"],
+  ])("rejects %j with 400 validation_failed on %s", async (body, param, message) => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body });
+    expectError(res, 400, "validation_failed", param);
+    expect(res.body.error.type).toBe("invalid_request_error");
+    expect(res.body.error.message).toBe(message);
+    expect(res.body.error.details).toContainEqual({ param, message });
+  });
+
+  it("reports every invalid field in details", async () => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { name: 1, status: "x" } });
+    expectError(res, 400, "validation_failed");
+    expect(res.body.error.details.map((d: { param: string }) => d.param).sort()).toEqual(["email", "name", "status"]);
+  });
+});
+
+describe("GET /workspaces/{workspace_id}/subscribers/{subscriber_id}", () => {
+  it("answers 404 for an unknown id and for another workspace's subscriber", async () => {
+    const mine = await tenant("Mine");
+    const theirs = await tenant("Theirs");
+    const created = await theirs.call("POST", `${theirs.ws}/subscribers`, { body: { email: "x@example.com" } });
+    expectError(await mine.call("GET", `${mine.ws}/subscribers/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 404, "not_found");
+    expectError(await mine.call("GET", `${mine.ws}/subscribers/${created.body.data.id}`), 404, "not_found");
+    expectError(await mine.call("GET", `${theirs.ws}/subscribers/${created.body.data.id}`), 404, "not_found");
+  });
+
+  it("validates both path ids", async () => {
+    const t = await tenant();
+    expectError(await t.call("GET", `${t.ws}/subscribers/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 400, "validation_failed", "subscriber_id");
+    expectError(await t.call("GET", "/v1/workspaces/nope/subscribers/sub_1"), 400, "validation_failed", "workspace_id");
+  });
+});
+
+describe("PATCH /workspaces/{workspace_id}/subscribers/{subscriber_id}", () => {
+  const setup = async () => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, {
+      body: { email: "p@example.com", name: "P", tags: ["old"], location: "Paris" },
+    });
+    return { t, sub: res.body.data, path: `${t.ws}/subscribers/${res.body.data.id}` };
+  };
+
+  it("changes the consent status and the given fields only", async () => {
+    const { t, sub, path } = await setup();
+    await new Promise((r) => setTimeout(r, 5));
+    const res = await t.call("PATCH", path, { body: { status: "unsubscribed", name: "Pat" } });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ ...sub, status: "unsubscribed", name: "Pat", updated_at: expect.stringMatching(ISO_MS) });
+    expect(res.body.data.updated_at > sub.updated_at).toBe(true);
+    expect((await t.call("GET", path)).body.data).toEqual(res.body.data);
+  });
+
+  it("clears name, location and source with null and replaces tags", async () => {
+    const { t, path } = await setup();
+    const res = await t.call("PATCH", path, { body: { name: null, location: null, source: null, tags: ["new", "new", "vip"] } });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ name: null, location: null, source: null, tags: ["new", "vip"] });
+    const byOld = await t.call("GET", `${t.ws}/subscribers?tag=old`);
+    const byNew = await t.call("GET", `${t.ws}/subscribers?tag=vip`);
+    expect(byOld.body.data).toEqual([]);
+    expect(byNew.body.data.map((s: { id: string }) => s.id)).toEqual([res.body.data.id]);
+  });
+
+  it("requires at least one property and rejects unknown ones", async () => {
+    const { t, path } = await setup();
+    const empty = await t.call("PATCH", path, { body: {} });
+    expectError(empty, 400, "validation_failed");
+    expect(empty.body.error.message).toContain("at least one");
+    expectError(await t.call("PATCH", path, { body: { id: "sub_x" } }), 400, "validation_failed", "id");
+    expectError(await t.call("PATCH", path, { body: { email: null } }), 400, "validation_failed", "email");
+    expectError(await t.call("PATCH", path, { body: { status: "gone" } }), 400, "validation_failed", "status");
+  });
+
+  it("keeps emails unique: 409 for another subscriber's address, fine for a change of case", async () => {
+    const { t, sub, path } = await setup();
+    const other = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "taken@example.com" } });
+    const clash = await t.call("PATCH", path, { body: { email: "TAKEN@example.com" } });
+    expectError(clash, 409, "subscriber_exists", "email");
+    expect(clash.body.error.details[0].subscriber_id).toBe(other.body.data.id);
+    expect((await t.call("GET", path)).body.data.email).toBe(sub.email);
+    const recased = await t.call("PATCH", path, { body: { email: "P@EXAMPLE.com" } });
+    expect(recased.status).toBe(200);
+    expect(recased.body.data.email).toBe("P@EXAMPLE.com");
+  });
+
+  it("answers 404 for a subscriber of another workspace", async () => {
+    const { path } = await setup();
+    const stranger = await tenant("Stranger");
+    const id = path.split("/").at(-1);
+    expectError(await stranger.call("PATCH", `${stranger.ws}/subscribers/${id}`, { body: { name: "x" } }), 404, "not_found");
+    expectError(await stranger.call("PATCH", path, { body: { name: "x" } }), 404, "not_found");
+  });
+});
+
+describe("GET /workspaces/{workspace_id}/subscribers", () => {
+  const ids = (res: { body: { data: { id: string }[] } }) => res.body.data.map((s) => s.id);
+
+  /** Every page of a list, following next_cursor. */
+  const walk = async (t: Awaited<ReturnType<typeof tenant>>, query: string) => {
+    const pages: string[][] = [];
+    let after: string | null = null;
+    do {
+      const res = await t.call("GET", `${t.ws}/subscribers?${query}${after ? `&after=${encodeURIComponent(after)}` : ""}`);
+      expect(res.status, res.text).toBe(200);
+      pages.push(ids(res));
+      expect(res.body.pagination.has_more).toBe(res.body.pagination.next_cursor !== null);
+      after = res.body.pagination.next_cursor;
+    } while (after && pages.length < 50);
+    return pages;
+  };
+
+  it("returns 20 newest first by default", async () => {
+    const t = await tenant();
+    const seeded = await seedSubscribers(t.workspace.id, 25);
+    const res = await t.call("GET", `${t.ws}/subscribers`);
+    expect(ids(res)).toEqual(seeded.slice().reverse().slice(0, 20));
+    expect(res.body.pagination.has_more).toBe(true);
+    expect(typeof res.body.pagination.next_cursor).toBe("string");
+  });
+
+  it("pages through every subscriber once, in order, with and without filters", async () => {
+    const t = await tenant();
+    const statuses = ["active", "unsubscribed", "bounced", "pending"];
+    const seeded = await seedSubscribers(t.workspace.id, 47, (i) => ({
+      status: statuses[i % 4],
+      tags: i % 3 === 0 ? ["news", `n${i}`] : ["other"],
+    }));
+    const newestFirst = seeded.slice().reverse();
+
+    const all = await walk(t, "limit=10");
+    expect(all.map((p) => p.length)).toEqual([10, 10, 10, 10, 7]);
+    expect(all.flat()).toEqual(newestFirst);
+
+    const active = await walk(t, "limit=5&status=active");
+    expect(active.flat()).toEqual(newestFirst.filter((_, j) => (46 - j) % 4 === 0));
+
+    const tagged = await walk(t, "limit=4&tag=news");
+    expect(tagged.flat()).toEqual(newestFirst.filter((_, j) => (46 - j) % 3 === 0));
+
+    const both = await walk(t, "limit=2&tag=news&status=active");
+    expect(both.flat()).toEqual(newestFirst.filter((_, j) => (46 - j) % 12 === 0));
+    expect(both.length).toBe(2);
+  });
+
+  it("filters by email, case-insensitively", async () => {
+    const t = await tenant();
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "Find.Me@Example.com" } });
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "other@example.com" } });
+    const res = await t.call("GET", `${t.ws}/subscribers?email=${encodeURIComponent("find.me@EXAMPLE.com")}`);
+    expect(res.body.data.map((s: { email: string }) => s.email)).toEqual(["Find.Me@Example.com"]);
+    expect(res.body.pagination).toEqual({ has_more: false, next_cursor: null });
+  });
+
+  it("matches tags exactly", async () => {
+    const t = await tenant();
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "a@example.com", tags: ["News"] } });
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "b@example.com", tags: ["news letter"] } });
+    expect((await t.call("GET", `${t.ws}/subscribers?tag=news`)).body.data).toEqual([]);
+    expect((await t.call("GET", `${t.ws}/subscribers?tag=News`)).body.data).toHaveLength(1);
+  });
+
+  it.each([
+    ["limit=0", "limit", "limit must be at least 1"],
+    ["limit=101", "limit", "limit must be at most 100"],
+    ["limit=abc", "limit", undefined],
+    ["limit=2.5", "limit", "limit must be an integer"],
+    ["status=gone", "status", "status must be one of: active, unsubscribed, bounced, pending"],
+    [`tag=${"t".repeat(41)}`, "tag", "tag must be at most 40 characters"],
+    ["tag=", "tag", "tag must not be empty"],
+    ["sort=asc", "sort", "sort is not a recognized parameter"],
+  ])("rejects ?%s", async (query, param, message) => {
+    const t = await tenant();
+    const res = await t.call("GET", `${t.ws}/subscribers?${query}`);
+    expectError(res, 400, "validation_failed", param);
+    if (message) expect(res.body.error.message).toBe(message);
+  });
+
+  it("rejects cursors it did not issue for this list", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 3);
+    const page = await t.call("GET", `${t.ws}/subscribers?limit=1`);
+    const cursor: string = page.body.pagination.next_cursor;
+    const [payload, mac] = cursor.split(".") as [string, string];
+    const tampered = `${payload}.${mac.startsWith("A") ? "B" : "A"}${mac.slice(1)}`;
+    const forgedPosition = `${btoa("sub_ZZZZZZZZZZZZZZZZZZZZZZZZZZ").replace(/=+$/, "")}.${mac}`;
+    for (const after of ["garbage", tampered, forgedPosition, `${cursor}.x`]) {
+      expectError(await t.call("GET", `${t.ws}/subscribers?after=${encodeURIComponent(after)}`), 400, "invalid_cursor", "after");
+    }
+    // A cursor from another workspace's list, even one the same credential can read, is not valid here.
+    const other = await createWorkspace("Other");
+    const both = await call("POST", "/admin/credentials", {
+      token: "test-admin-token",
+      body: { mode: "test", workspace_ids: [t.workspace.id, other.id] },
+    });
+    const res = await call("GET", `/v1/workspaces/${other.id}/subscribers?after=${encodeURIComponent(cursor)}`, {
+      token: both.body.data.token,
+    });
+    expectError(res, 400, "invalid_cursor");
+    expect((await t.call("GET", `${t.ws}/subscribers?limit=1&after=${encodeURIComponent(cursor)}`)).status).toBe(200);
+  });
+
+  it("never shows another workspace's subscribers", async () => {
+    const a = await tenant("A");
+    const b = await tenant("B");
+    await seedSubscribers(b.workspace.id, 5);
+    expect((await a.call("GET", `${a.ws}/subscribers`)).body.data).toEqual([]);
+    expectError(await a.call("GET", `${b.ws}/subscribers`), 404, "not_found");
+    expectError(await a.call("POST", `${b.ws}/subscribers`, { body: { email: "x@example.com" } }), 404, "not_found");
+  });
+});
