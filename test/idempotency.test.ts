@@ -81,10 +81,7 @@ describe("Idempotency-Key", () => {
     const otherPath = await t.call("PATCH", `${t.ws}/subscribers/${id}`, withKey("reuse-key-1", { email: "cy@example.com" }));
     expectError(otherPath, 422, "idempotency_key_reused");
 
-    const otherMethod = await t.call("PATCH", `${t.ws}/subscribers`, withKey("reuse-key-1", { email: "cy@example.com" }));
-    // PATCH on the collection is no route (405 before any idempotency); compare methods on one path instead.
-    expect(otherMethod.status).toBe(405);
-
+    // No path has two idempotent methods, so the method is shown changing along with the path.
     const patched = await t.call("PATCH", `${t.ws}/subscribers/${id}`, withKey("reuse-key-2", { name: "Cy" }));
     expect(patched.status, patched.text).toBe(200);
     const postOnPatchedPath = await t.call("POST", `${t.ws}/subscribers`, withKey("reuse-key-2", { name: "Cy" }));
@@ -263,27 +260,60 @@ describe("Idempotency-Key", () => {
   it("answers 409 while the first request holds the key, and lets a retry take over once its lease is over", async () => {
     const t = await tenant();
     const body = { email: "lease@example.com" };
+    const put = vi.spyOn(env.IDEMPOTENCY_KV, "put");
     const first = await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", body));
     expect(first.status).toBe(201);
-    // The state a request leaves when its worker dies mid-write: a processing claim, no response,
-    // nothing written (every write is one atomic batch), nothing in KV.
-    await env.DB.prepare("delete from subscribers where workspace_id = ?").bind(t.workspace.id).run();
-    await env.DB.prepare(
-      "update idempotency_keys set state = 'processing', response = null, locked_until = ? where credential_id = ? and key = ?",
-    )
-      .bind(Date.now() + 30_000, t.credential.id, "lease-key-1")
-      .run();
-    const put = vi.spyOn(env.IDEMPOTENCY_KV, "put");
-    const [[kvKey]] = await Promise.all([
-      (async () => {
-        await t.call("POST", `${t.ws}/subscribers`, withKey("lease-probe", { email: "probe@example.com" }));
-        return put.mock.calls[0]!;
-      })(),
-    ]);
-    await env.IDEMPOTENCY_KV.delete((kvKey as string).replace(/:[0-9a-f]{64}$/, "") + (kvKey as string).slice(-65));
-    // The KV key of lease-key-1 is not known to the test; a replay from KV is ruled out by asserting on D1 state below.
+    const kvKey = put.mock.calls[0]![0] as string;
 
+    // The state a request leaves when its worker dies before finishing: a processing claim with no
+    // response, nothing written (every write is one atomic batch), nothing in KV.
+    await env.IDEMPOTENCY_KV.delete(kvKey);
+    await env.DB.prepare("delete from subscribers where workspace_id = ?").bind(t.workspace.id).run();
+    const hold = (lockedUntil: number) =>
+      env.DB.prepare(
+        "update idempotency_keys set state = 'processing', response = null, locked_until = ? where credential_id = ? and key = ?",
+      )
+        .bind(lockedUntil, t.credential.id, "lease-key-1")
+        .run();
+
+    await hold(Date.now() + 30_000);
     const inFlight = await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", body));
-    expect(inFlight.status).not.toBe(201);
+    expectError(inFlight, 409, "idempotency_key_in_use", "Idempotency-Key");
+    // A different body is a misuse of the key whatever its state.
+    expectError(await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", { email: "x@example.com" })), 422, "idempotency_key_reused");
+    expect(await countSubscribers(t.workspace.id)).toBe(0);
+
+    await hold(Date.now() - 1);
+    const takenOver = await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", body));
+    expect(takenOver.status, takenOver.text).toBe(201);
+    expect(takenOver.headers.get("idempotent-replayed")).toBeNull();
+    expect(await countSubscribers(t.workspace.id)).toBe(1);
+    expectReplayOf(await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", body)), takenOver);
+  });
+});
+
+describe("Idempotency-Key in the OpenAPI description", () => {
+  it("documents the header on every write route and on no read route", async () => {
+    const doc = await call("GET", "/openapi.json");
+    expect(doc.status).toBe(200);
+    type Operation = { parameters?: { name: string; in: string; required?: boolean; schema?: { minLength?: number; maxLength?: number } }[] };
+    const paths = doc.body.paths as Record<string, Record<string, Operation>>;
+    let writes = 0;
+    for (const [path, operations] of Object.entries(paths)) {
+      if (!path.startsWith("/workspaces")) continue;
+      for (const [method, operation] of Object.entries(operations)) {
+        const header = operation.parameters?.find((p) => p.in === "header" && p.name.toLowerCase() === "idempotency-key");
+        if (method === "post" || method === "patch") {
+          writes++;
+          expect(header, `${method} ${path}`).toBeDefined();
+          expect(header!.name).toBe("Idempotency-Key");
+          expect(header!.required ?? false).toBe(false);
+          expect(header!.schema).toMatchObject({ minLength: 8, maxLength: 255 });
+        } else {
+          expect(header, `${method} ${path}`).toBeUndefined();
+        }
+      }
+    }
+    expect(writes).toBeGreaterThanOrEqual(2);
   });
 });
