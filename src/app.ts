@@ -75,14 +75,13 @@ export const createApp = () => {
   app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Newsletter Service API" }));
 
   const allowed = allowedMethods(app.routes);
+  // Rendered here rather than thrown: Hono's not-found hook runs outside the middleware chain's error handling.
   app.notFound((c) => {
     const methods = allowed(c.req.path);
-    if (methods) {
-      throw new ApiError("method_not_allowed", `${c.req.method} is not allowed on ${c.req.path}`, {
-        headers: { Allow: methods },
-      });
-    }
-    throw new ApiError("not_found", `No route for ${c.req.method} ${c.req.path}`);
+    const error = methods
+      ? new ApiError("method_not_allowed", `${c.req.method} is not allowed on ${c.req.path}`, { headers: { Allow: methods } })
+      : new ApiError("not_found", `No route for ${c.req.method} ${c.req.path}`);
+    return renderError(c, error);
   });
   app.onError((err, c) => renderError(c, fromFrameworkError(err)));
   return app;

@@ -30,14 +30,17 @@ export const renderError = (c: Context<AppEnv>, thrown: unknown): Response => {
   const err =
     thrown instanceof ApiError ? thrown : new ApiError("internal_error", "An unexpected error occurred. It has been logged.");
   if (!(thrown instanceof ApiError)) {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        request_id: c.get("requestId"),
-        error: thrown instanceof Error ? { name: thrown.name, message: thrown.message, stack: thrown.stack } : String(thrown),
-      }),
-    );
+    console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), error: describeForLog(thrown) }));
   }
   for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value);
+  c.header("Request-Id", c.get("requestId"));
   return c.json(errorBody(err, c.get("requestId")), err.status as ContentfulStatusCode);
+};
+
+/** Enough to debug, nothing a client sent: query parameters (emails, tags) are cut from driver errors. */
+const describeForLog = (thrown: unknown) => {
+  if (!(thrown instanceof Error)) return { message: String(thrown) };
+  const strip = (text: string) => text.replace(/\nparams: [^\n]*/g, "");
+  const cause = thrown.cause instanceof Error ? strip(thrown.cause.message) : undefined;
+  return { name: thrown.name, message: strip(thrown.message), cause, stack: thrown.stack && strip(thrown.stack).split("\n").slice(0, 8).join("\n") };
 };

@@ -1,0 +1,121 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call, expectError, tenant } from "./helpers";
+
+describe("one error shape everywhere", () => {
+  it("answers unknown routes with 404 not_found, with and without /v1", async () => {
+    for (const path of ["/nope", "/v1/nope", "/v1", "/v2/workspaces"]) {
+      const res = await call("GET", path);
+      expectError(res, 404, "not_found");
+      expect(res.body.error.type).toBe("invalid_request_error");
+    }
+    const t = await tenant();
+    expectError(await t.call("GET", `${t.ws}/nothing-here`), 404, "not_found");
+  });
+
+  it("answers a known path with the wrong method with 405 and Allow", async () => {
+    const t = await tenant();
+    const res = await t.call("DELETE", "/v1/workspaces");
+    expectError(res, 405, "method_not_allowed");
+    expect(res.headers.get("allow")).toBe("GET, HEAD");
+    const sub = await t.call("PUT", `${t.ws}/subscribers/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`, { body: { name: "x" } });
+    expectError(sub, 405, "method_not_allowed");
+    expect(sub.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "HEAD", "PATCH"]);
+    const list = await t.call("DELETE", `/workspaces/${t.workspace.id}/subscribers`);
+    expect(list.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "HEAD", "POST"]);
+  });
+
+  it("answers malformed JSON and non-object bodies with 400 invalid_json", async () => {
+    const t = await tenant();
+    const headers = { "content-type": "application/json" };
+    for (const raw of ['{"email": ', "[]", '"text"', "null", "42"]) {
+      expectError(await t.call("POST", `${t.ws}/subscribers`, { raw, headers }), 400, "invalid_json");
+    }
+  });
+
+  it("answers a body that is not JSON with 415 unsupported_media_type", async () => {
+    const t = await tenant();
+    const variants: Record<string, string>[] = [{ "content-type": "text/plain" }, { "content-type": "application/x-www-form-urlencoded" }, {}];
+    for (const headers of variants) {
+      const res = await t.call("POST", `${t.ws}/subscribers`, { raw: "email=a@example.com", headers });
+      expectError(res, 415, "unsupported_media_type");
+    }
+    const charset = await t.call("POST", `${t.ws}/subscribers`, {
+      raw: JSON.stringify({ email: "charset@example.com" }),
+      headers: { "content-type": "application/json; charset=utf-8" },
+    });
+    expect(charset.status).toBe(201);
+  });
+
+  it("answers a body over 64 KiB with 413 payload_too_large", async () => {
+    const t = await tenant();
+    const raw = JSON.stringify({ email: "big@example.com", name: "x".repeat(70 * 1024) });
+    expectError(await t.call("POST", `${t.ws}/subscribers`, { raw, headers: { "content-type": "application/json" } }), 413, "payload_too_large");
+  });
+
+  it("hides unexpected failures behind 500 internal_error without leaking internals", async () => {
+    const t = await tenant();
+    await env.DB.exec("DROP TRIGGER subscribers_tags_after_insert");
+    await env.DB.exec("DROP TABLE subscriber_tags");
+    const res = await t.call("GET", `${t.ws}/subscribers?tag=x`);
+    expectError(res, 500, "internal_error");
+    expect(res.body.error.type).toBe("api_error");
+    expect(res.text).not.toMatch(/subscriber_tags|SQL|stack|at /i);
+  });
+
+  it("puts a Request-Id header on successes too, unique per request", async () => {
+    const t = await tenant();
+    const a = await t.call("GET", "/v1/workspaces");
+    const b = await call("GET", "/health");
+    expect(a.headers.get("request-id")).toMatch(/^req_[0-9A-Z]{26}$/);
+    expect(b.headers.get("request-id")).toMatch(/^req_/);
+    expect(a.headers.get("request-id")).not.toBe(b.headers.get("request-id"));
+  });
+});
+
+describe("utility routes", () => {
+  it("serves /health without credentials", async () => {
+    const res = await call("GET", "/health");
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: "ok" });
+  });
+
+  it("serves an OpenAPI 3.1 document generated from the route schemas", async () => {
+    const res = await call("GET", "/openapi.json");
+    expect(res.status).toBe(200);
+    const doc = res.body;
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.servers[0].url).toMatch(/\/v1$/);
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(doc.components.schemas).toHaveProperty("Error");
+    expect(doc.components.schemas).toHaveProperty("Subscriber");
+    const paths = doc.paths;
+    expect(Object.keys(paths)).toEqual(
+      expect.arrayContaining([
+        "/workspaces",
+        "/workspaces/{workspace_id}",
+        "/workspaces/{workspace_id}/subscribers",
+        "/workspaces/{workspace_id}/subscribers/{subscriber_id}",
+        "/admin/workspaces",
+        "/admin/credentials",
+      ]),
+    );
+    const create = paths["/workspaces/{workspace_id}/subscribers"].post;
+    expect(create.security).toEqual([{ bearerAuth: [] }]);
+    expect(create.parameters).toContainEqual(expect.objectContaining({ name: "Idempotency-Key", in: "header" }));
+    expect(create.requestBody.content["application/json"].schema).toBeDefined();
+    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(["201", "400", "401", "403", "404", "409", "413", "415", "422", "429", "500"]));
+    const list = paths["/workspaces/{workspace_id}/subscribers"].get;
+    expect(list.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(["workspace_id", "limit", "after", "status", "tag", "email"]),
+    );
+    expect(list.parameters).not.toContainEqual(expect.objectContaining({ name: "Idempotency-Key" }));
+  });
+
+  it("serves an interactive reference at /docs", async () => {
+    const res = await call("GET", "/docs");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/text\/html/);
+    expect(res.text).toContain("/openapi.json");
+  });
+});
