@@ -2,8 +2,6 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type ApiResponse, call, createCredential, expectError, tenant } from "./helpers";
 
-type Tenant = Awaited<ReturnType<typeof tenant>>;
-
 const withKey = (key: string, body?: unknown) => ({ headers: { "Idempotency-Key": key }, ...(body !== undefined && { body }) });
 
 const countSubscribers = async (workspaceId: string) =>
@@ -165,6 +163,8 @@ describe("Idempotency-Key", () => {
       return prepare(query);
     });
     const put = vi.spyOn(env.IDEMPOTENCY_KV, "put");
+    // The unexpected exception is logged as it should be; keep it out of the test output.
+    vi.spyOn(console, "error").mockImplementation(() => {});
     const failed = await t.call("POST", `${t.ws}/subscribers`, withKey("server-error", { email: "later@example.com" }));
     expectError(failed, 500, "internal_error");
     expect(put).not.toHaveBeenCalled();
@@ -289,6 +289,83 @@ describe("Idempotency-Key", () => {
     expect(takenOver.headers.get("idempotent-replayed")).toBeNull();
     expect(await countSubscribers(t.workspace.id)).toBe(1);
     expectReplayOf(await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", body)), takenOver);
+  });
+});
+
+/**
+ * Holds every statement whose SQL matches until `open()`: a request caught there is in flight
+ * with its claim taken, as long as the test wants.
+ */
+const holdStatements = (pattern: RegExp) => {
+  let resolve = () => {};
+  const promise = new Promise<void>((done) => {
+    resolve = done;
+  });
+  const prepare = env.DB.prepare.bind(env.DB);
+  const gated = (statement: D1PreparedStatement): D1PreparedStatement =>
+    new Proxy(statement, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (typeof value !== "function") return value;
+        if (prop === "bind") return (...args: unknown[]) => gated(value.apply(target, args));
+        if (prop === "all" || prop === "raw" || prop === "run" || prop === "first") {
+          return async (...args: unknown[]) => {
+            await promise;
+            return value.apply(target, args);
+          };
+        }
+        return value.bind(target);
+      },
+    });
+  const spy = vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
+    const statement = prepare(query);
+    return pattern.test(query) ? gated(statement) : statement;
+  });
+  return { open: resolve, spy };
+};
+
+describe("Idempotency-Key with a request in flight", () => {
+  it("answers 409 to retries while the first runs, then replays its result", async () => {
+    const t = await tenant();
+    const body = { email: "slow@example.com" };
+    const gate = holdStatements(/^insert into "subscribers"/i);
+    const slow = t.call("POST", `${t.ws}/subscribers`, withKey("slow-key-1", body));
+    await vi.waitUntil(async () => (await keyRow(t.credential.id, "slow-key-1"))?.state === "processing");
+
+    const retry = await t.call("POST", `${t.ws}/subscribers`, withKey("slow-key-1", body));
+    expectError(retry, 409, "idempotency_key_in_use", "Idempotency-Key");
+    expect(retry.headers.get("idempotent-replayed")).toBeNull();
+
+    gate.open();
+    const first = await slow;
+    expect(first.status, first.text).toBe(201);
+    expectReplayOf(await t.call("POST", `${t.ws}/subscribers`, withKey("slow-key-1", body)), first);
+    expect(await countSubscribers(t.workspace.id)).toBe(1);
+  });
+
+  it("keeps what the new holder stored when a holder that outlived its lease finishes late", async () => {
+    const t = await tenant();
+    const body = { email: "late@example.com" };
+    const gate = holdStatements(/^insert into "subscribers"/i);
+    const late = t.call("POST", `${t.ws}/subscribers`, withKey("late-key-1", body));
+    await vi.waitUntil(async () => (await keyRow(t.credential.id, "late-key-1"))?.state === "processing");
+
+    // Its lease runs out; a retry takes the key over and completes first.
+    await env.DB.prepare("update idempotency_keys set locked_until = ? where credential_id = ? and key = ?")
+      .bind(Date.now() - 1, t.credential.id, "late-key-1")
+      .run();
+    gate.spy.mockRestore();
+    const takeover = await t.call("POST", `${t.ws}/subscribers`, withKey("late-key-1", body));
+    expect(takeover.status, takeover.text).toBe(201);
+
+    const put = vi.spyOn(env.IDEMPOTENCY_KV, "put");
+    gate.open();
+    const stale = await late;
+    // The late write found the email taken: the outcome it would have stored differs.
+    expectError(stale, 409, "subscriber_exists");
+    expect(put).not.toHaveBeenCalled();
+    expectReplayOf(await t.call("POST", `${t.ws}/subscribers`, withKey("late-key-1", body)), takeover);
+    expect(await countSubscribers(t.workspace.id)).toBe(1);
   });
 });
 

@@ -63,21 +63,24 @@ const heldBy = (claim: Claim) =>
 
 /**
  * Keeps the response on the claim row, so a retry that reaches D1 before KV has the response
- * replays it. A holder that lost its claim (lease over, taken over) changes nothing. Expired rows
- * are purged in the same batch, a bounded number at a time, so the table stays at one day of keys.
+ * replays it. A holder that lost its claim (lease over, taken over) changes nothing: false. Expired
+ * rows are purged in the same batch, a bounded number at a time, so the table holds about one day
+ * of keys.
  */
 export const completeIdempotencyKey = async (db: Db, claim: Claim, response: string, now: number, retentionMs: number) => {
-  await db.batch([
+  const [completed] = await db.batch([
     db
       .update(idempotencyKeys)
       .set({ state: "completed", response, expiresAt: now + retentionMs })
-      .where(heldBy(claim)),
+      .where(heldBy(claim))
+      .returning({ key: idempotencyKeys.key }),
     db
       .delete(idempotencyKeys)
       .where(
         sql`rowid in (select rowid from ${idempotencyKeys} where ${idempotencyKeys.expiresAt} <= ${now} limit 100)`,
       ),
   ]);
+  return completed.length > 0;
 };
 
 /** Frees a key whose request is not to be remembered (validation failure, 5xx), so a retry runs again. */

@@ -75,15 +75,14 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
       return;
     }
     const stored: StoredResponse = { status: res.status, headers: storedHeaders(res.headers), body };
-    await Promise.all([
-      completeIdempotencyKey(c.var.db, claim, JSON.stringify(stored), Date.now(), RETENTION_MS),
-      c.env.IDEMPOTENCY_KV.put(kvKey, JSON.stringify({ ...stored, fingerprint } satisfies KvEntry), {
-        expirationTtl: IDEMPOTENCY_TTL_SECONDS,
-      }),
-    ]);
+    // D1 first: a holder that outlived its lease must not overwrite what the new holder stored.
+    if (!(await completeIdempotencyKey(c.var.db, claim, JSON.stringify(stored), Date.now(), RETENTION_MS))) return;
+    await c.env.IDEMPOTENCY_KV.put(kvKey, JSON.stringify({ ...stored, fingerprint } satisfies KvEntry), {
+      expirationTtl: IDEMPOTENCY_TTL_SECONDS,
+    });
   } catch (err) {
-    // The work is done and its answer stands; the claim stays held until its lease ends, so a retry
-    // in the meantime is told the key is in use rather than running the write twice.
+    // The work is done and its answer stands. If only KV failed, the claim row still replays it; if
+    // D1 failed, the claim stays held until its lease ends, and retries meanwhile get 409.
     console.error(
       JSON.stringify({
         level: "error",
