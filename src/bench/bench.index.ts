@@ -2,7 +2,7 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { cursorCodec } from "../lib/cursor";
 import { newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
-import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.sql";
+import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.statements";
 
 // Baselines for bench/run.mjs, served by the same worker: `/bench/constant` is the framework's floor
 // (routing and the request-context middleware, nothing else) and `/bench/raw/*` the storage floor
