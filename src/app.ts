@@ -3,12 +3,16 @@ import { Scalar } from "@scalar/hono-api-reference";
 import { HTTPException } from "hono/http-exception";
 import { getPathNoStrict } from "hono/utils/url";
 import { adminRouter, operatorAuth } from "./admin/admin.index";
+import { campaignsRouter } from "./campaigns/campaigns.index";
 import { benchRoutes } from "./bench/bench.index";
 import { ApiError } from "./errors/api-error";
 import { renderError } from "./errors/render";
 import { createRouter } from "./lib/create-app";
 import { authenticate, rateLimit } from "./middleware/auth";
 import { jsonBody, requestContext } from "./middleware/request-context";
+import { newslettersRouter } from "./newsletters/newsletters.index";
+import { operationsRouter } from "./operations/operations.index";
+import { segmentsRouter } from "./segments/segments.index";
 import { subscribersRouter } from "./subscribers/subscribers.index";
 import { workspacesRouter } from "./workspaces/workspaces.index";
 
@@ -19,7 +23,14 @@ const withoutVersion = (request: Request) => {
   return path.startsWith("/v1/") ? path.slice(3) : path;
 };
 
-export const resourceRouters = [workspacesRouter, subscribersRouter];
+export const resourceRouters = [
+  workspacesRouter,
+  subscribersRouter,
+  newslettersRouter,
+  segmentsRouter,
+  campaignsRouter,
+  operationsRouter,
+];
 
 export const createApp = () => {
   const app = createRouter();

@@ -4,6 +4,7 @@ interface Secrets {
   ADMIN_TOKEN?: string;
   /** HMAC key that makes pagination cursors tamper-evident. */
   CURSOR_SECRET?: string;
+  /** Resend API key; without it the `resend` integration is not configured. */ RESEND_API_KEY?: string;
 }
 
 interface Env extends Secrets {}

@@ -1,0 +1,75 @@
+import { z } from "@hono/zod-openapi";
+import { campaignStatuses, type campaigns } from "../db/schema";
+import { afterQuery, idParam, isoDateTime, limitQuery, WorkspaceParams } from "../lib/schemas";
+import { iso } from "../lib/time";
+
+export const CampaignParams = WorkspaceParams.extend({ campaign_id: idParam("campaign", "campaign_id") });
+
+export const CampaignSchema = z
+  .object({
+    id: z.string().openapi({ example: "cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }),
+    object: z.literal("campaign"),
+    subject: z.string(),
+    preheader: z.string().nullable(),
+    status: z.enum(campaignStatuses),
+    newsletter_id: z.string(),
+    segment_id: z.string().nullable(),
+    scheduled_at: isoDateTime.nullable(),
+    sent_at: isoDateTime.nullable().openapi({ description: "When the send finished, for a `sent` campaign." }),
+    created_at: isoDateTime,
+    updated_at: isoDateTime,
+  })
+  .openapi("Campaign");
+
+export type Campaign = z.infer<typeof CampaignSchema>;
+
+/** A referenced id: any text; one that names nothing in the workspace is a 400 resource_missing. */
+const reference = (example: string) => z.string().min(1).max(100).openapi({ example });
+
+export const CreateCampaignBody = z
+  .strictObject({
+    subject: z.string().trim().min(1).max(255),
+    newsletter_id: reference("nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T"),
+    preheader: z.string().max(255).nullable().optional(),
+    segment_id: reference("seg_01JD6Q3Z6W9X8B4N2M5K7P1R3T").nullable().optional(),
+    scheduled_at: z.iso
+      .datetime({ offset: true })
+      .refine((value) => Date.parse(value) > Date.now(), { error: "must be in the future" })
+      .nullable()
+      .optional()
+      .openapi({
+        format: "date-time",
+        description: "When the send starts processing, if later than the send request. ISO 8601 with a time zone, in the future.",
+      }),
+  })
+  .openapi("CreateCampaignRequest");
+
+export const ListCampaignsQuery = z.strictObject({
+  limit: limitQuery,
+  after: afterQuery,
+  status: z.enum(campaignStatuses).optional().openapi({ description: "Only campaigns with this status." }),
+});
+
+export const SendCampaignBody = z
+  .strictObject({
+    integration_slug: z.string().min(1).max(64).optional().openapi({
+      description:
+        "`sandbox` (the default: records messages as sent, no network) or `resend`. Test credentials always deliver through the sandbox; the operation records what was asked.",
+      example: "sandbox",
+    }),
+  })
+  .openapi("SendCampaignRequest");
+
+export const serializeCampaign = (row: typeof campaigns.$inferSelect): Campaign => ({
+  id: row.id,
+  object: "campaign",
+  subject: row.subject,
+  preheader: row.preheader,
+  status: row.status,
+  newsletter_id: row.newsletterId,
+  segment_id: row.segmentId,
+  scheduled_at: iso(row.scheduledAt),
+  sent_at: iso(row.sentAt),
+  created_at: iso(row.createdAt),
+  updated_at: iso(row.updatedAt),
+});

@@ -1,0 +1,39 @@
+import { notFound } from "../errors/api-error";
+import { createRouter } from "../lib/create-app";
+import { afterPosition, envelope, toPage } from "../lib/http";
+import { newId } from "../lib/ids";
+import { findNewsletter, insertNewsletter, listNewslettersPage } from "./newsletters.repository";
+import { createNewsletter, getNewsletter, listNewsletters } from "./newsletters.routes";
+import { serializeNewsletter } from "./newsletters.schemas";
+
+export const newslettersRouter = createRouter()
+  .openapi(createNewsletter, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const now = Date.now();
+    const row = await insertNewsletter(c.var.db, {
+      id: newId("newsletter", now),
+      workspaceId: workspace_id,
+      name: body.name,
+      fromName: body.from_name ?? null,
+      fromEmail: body.from_email,
+      replyTo: body.reply_to ?? null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    return c.json(envelope(serializeNewsletter(row)), 201);
+  })
+  .openapi(getNewsletter, async (c) => {
+    const { workspace_id, newsletter_id } = c.req.valid("param");
+    const row = await findNewsletter(c.var.db, workspace_id, newsletter_id);
+    if (!row) throw notFound(`newsletter: ${newsletter_id}`);
+    return c.json(envelope(serializeNewsletter(row)), 200);
+  })
+  .openapi(listNewsletters, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const { limit, after } = c.req.valid("query");
+    const scope = `newsletters:${workspace_id}`;
+    const position = await afterPosition(c, scope, after);
+    const rows = await listNewslettersPage(c.var.db, workspace_id, position, limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeNewsletter), 200);
+  });

@@ -1,0 +1,23 @@
+import { and, desc, eq, lt } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { newsletters } from "../db/schema";
+
+export type NewsletterRow = typeof newsletters.$inferSelect;
+
+export const insertNewsletter = (db: Db, row: typeof newsletters.$inferInsert) =>
+  db.insert(newsletters).values(row).returning().get();
+
+export const findNewsletter = (db: Db, workspaceId: string, id: string) =>
+  db
+    .select()
+    .from(newsletters)
+    .where(and(eq(newsletters.workspaceId, workspaceId), eq(newsletters.id, id)))
+    .get();
+
+export const listNewslettersPage = (db: Db, workspaceId: string, after: string | undefined, take: number) =>
+  db
+    .select()
+    .from(newsletters)
+    .where(and(eq(newsletters.workspaceId, workspaceId), after === undefined ? undefined : lt(newsletters.id, after)))
+    .orderBy(desc(newsletters.id))
+    .limit(take);

@@ -1,0 +1,51 @@
+import { z } from "@hono/zod-openapi";
+import type { newsletters } from "../db/schema";
+import { afterQuery, idParam, isoDateTime, limitQuery, WorkspaceParams } from "../lib/schemas";
+import { iso } from "../lib/time";
+
+export const NewsletterParams = WorkspaceParams.extend({ newsletter_id: idParam("newsletter", "newsletter_id") });
+
+const email = z
+  .string()
+  .trim()
+  .min(1)
+  .max(254)
+  .pipe(z.email({ pattern: z.regexes.rfc5322Email }))
+  .openapi({ type: "string", format: "email", maxLength: 254, example: "news@example.com" });
+
+export const NewsletterSchema = z
+  .object({
+    id: z.string().openapi({ example: "nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }),
+    object: z.literal("newsletter"),
+    name: z.string(),
+    from_name: z.string().nullable(),
+    from_email: z.string().openapi({ format: "email" }),
+    reply_to: z.string().nullable().openapi({ format: "email" }),
+    created_at: isoDateTime,
+    updated_at: isoDateTime,
+  })
+  .openapi("Newsletter");
+
+export type Newsletter = z.infer<typeof NewsletterSchema>;
+
+export const CreateNewsletterBody = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200),
+    from_email: email.openapi({ description: "The sender address every campaign of this newsletter is sent from." }),
+    from_name: z.string().trim().min(1).max(200).nullable().optional(),
+    reply_to: email.nullable().optional(),
+  })
+  .openapi("CreateNewsletterRequest");
+
+export const ListNewslettersQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
+
+export const serializeNewsletter = (row: typeof newsletters.$inferSelect): Newsletter => ({
+  id: row.id,
+  object: "newsletter",
+  name: row.name,
+  from_name: row.fromName,
+  from_email: row.fromEmail,
+  reply_to: row.replyTo,
+  created_at: iso(row.createdAt),
+  updated_at: iso(row.updatedAt),
+});

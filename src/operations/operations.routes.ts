@@ -1,0 +1,39 @@
+import { apiRoute } from "../lib/route";
+import { dataEnvelope, pageEnvelope } from "../lib/schemas";
+import {
+  CampaignDeliveriesParams,
+  DeliverySchema,
+  ListDeliveriesQuery,
+  OperationParams,
+  OperationSchema,
+} from "./operations.schemas";
+
+export const getOperation = apiRoute({
+  method: "get",
+  path: "/workspaces/{workspace_id}/operations/{operation_id}",
+  tags: ["Operations"],
+  summary: "Retrieve an operation",
+  description:
+    "Poll this to follow a send: `queued → running → succeeded | failed`, with progress counts. `completed_at` is set when it ends.",
+  scope: "campaigns:read",
+  request: { params: OperationParams },
+  responses: {
+    200: { description: "The operation", content: { "application/json": { schema: dataEnvelope(OperationSchema) } } },
+  },
+});
+
+export const listDeliveries = apiRoute({
+  method: "get",
+  path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/deliveries",
+  tags: ["Operations"],
+  summary: "List a campaign's deliveries",
+  description: "One delivery per recipient of the send, newest first.",
+  scope: "campaigns:read",
+  request: { params: CampaignDeliveriesParams, query: ListDeliveriesQuery },
+  responses: {
+    200: {
+      description: "A page of deliveries",
+      content: { "application/json": { schema: pageEnvelope(DeliverySchema) } },
+    },
+  },
+});

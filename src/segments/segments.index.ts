@@ -1,0 +1,37 @@
+import { notFound } from "../errors/api-error";
+import { createRouter } from "../lib/create-app";
+import { afterPosition, envelope, toPage } from "../lib/http";
+import { newId } from "../lib/ids";
+import { findSegment, insertSegment, listSegmentsPage } from "./segments.repository";
+import { createSegment, getSegment, listSegments } from "./segments.routes";
+import { normalizeFilter, serializeSegment } from "./segments.schemas";
+
+export const segmentsRouter = createRouter()
+  .openapi(createSegment, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const now = Date.now();
+    const row = await insertSegment(c.var.db, {
+      id: newId("segment", now),
+      workspaceId: workspace_id,
+      name: body.name,
+      filter: normalizeFilter(body.filter),
+      createdAt: now,
+      updatedAt: now,
+    });
+    return c.json(envelope(serializeSegment(row)), 201);
+  })
+  .openapi(getSegment, async (c) => {
+    const { workspace_id, segment_id } = c.req.valid("param");
+    const row = await findSegment(c.var.db, workspace_id, segment_id);
+    if (!row) throw notFound(`segment: ${segment_id}`);
+    return c.json(envelope(serializeSegment(row)), 200);
+  })
+  .openapi(listSegments, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const { limit, after } = c.req.valid("query");
+    const scope = `segments:${workspace_id}`;
+    const position = await afterPosition(c, scope, after);
+    const rows = await listSegmentsPage(c.var.db, workspace_id, position, limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeSegment), 200);
+  });

@@ -1,0 +1,70 @@
+import { backoffSeconds, runStep, type StepDeps } from "./pipeline";
+import { SEND_DEAD_LETTER_QUEUE, SendMessage } from "./messages";
+import { failOperation } from "./send.repository";
+
+const logError = (event: string, message: Message, err: unknown) =>
+  console.error(
+    JSON.stringify({
+      level: "error",
+      event,
+      message_id: message.id,
+      attempts: message.attempts,
+      error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+    }),
+  );
+
+/**
+ * The `queue` handler for both the send queue and its dead-letter queue. Every message is acked
+ * or retried explicitly; a failure retries that message alone, with exponential backoff.
+ */
+export const handleQueueBatch = async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
+  if (batch.queue === SEND_DEAD_LETTER_QUEUE) return handleDeadLetters(batch, env);
+  const deps: StepDeps = { d1: env.DB, queue: env.SEND_QUEUE, env, now: Date.now };
+  // One message at a time: each already runs its own bounded concurrency against the provider.
+  for (const message of batch.messages) {
+    const parsed = SendMessage.safeParse(message.body);
+    if (!parsed.success) {
+      // No retry can make a malformed message valid.
+      logError("send_message_malformed", message, parsed.error);
+      message.ack();
+      continue;
+    }
+    try {
+      const result = await runStep(deps, parsed.data, message);
+      if (result) message.retry({ delaySeconds: result.retryAfterSeconds });
+      else message.ack();
+    } catch (err) {
+      logError("send_step_failed", message, err);
+      message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+    }
+  }
+};
+
+/**
+ * A message that exhausted its retries took part of a send with it: the operation cannot reach
+ * every recipient, so it ends `failed` (and its campaign too) rather than stay `running` forever.
+ */
+const handleDeadLetters = async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
+  for (const message of batch.messages) {
+    const parsed = SendMessage.safeParse(message.body);
+    if (!parsed.success) {
+      message.ack();
+      continue;
+    }
+    try {
+      await failOperation(
+        env.DB,
+        parsed.data.operation_id,
+        {
+          code: "send_step_exhausted",
+          message: `A ${parsed.data.type} step of this send failed after every retry; some recipients may not have been reached.`,
+        },
+        Date.now(),
+      );
+      message.ack();
+    } catch (err) {
+      logError("send_dead_letter_failed", message, err);
+      message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+    }
+  }
+};

@@ -1,0 +1,184 @@
+import { newId } from "../lib/ids";
+import { resolveIntegration, isIntegrationSlug } from "./integrations";
+import type { DeliveryError, Integration, OutboundEmail, SendOutcome } from "./integrations/types";
+import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
+import {
+  advanceFanout,
+  createDeliveries,
+  type DeliveryResults,
+  loadMessageContext,
+  loadOperationState,
+  markOperationRunning,
+  type MessageContext,
+  queuedDeliveriesInRange,
+  recipientWindow,
+  recordDeliveryResults,
+} from "./send.repository";
+
+/** Active subscribers scanned per fan-out message (matching or not). */
+export const FANOUT_WINDOW = 500;
+/** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */
+export const MAX_DELIVERY_ATTEMPTS = 5;
+const FALLBACK_CHUNK = 25;
+
+export type StepDeps = { d1: D1Database; queue: Queue; env: Env; now: () => number };
+/** What the consumer does with the message once the step returns: ack, or retry after a delay. */
+export type StepResult = { retryAfterSeconds: number } | undefined;
+
+type Attempt = { attempts: number };
+
+export const runStep = (deps: StepDeps, message: SendMessage, attempt: Attempt): Promise<StepResult> => {
+  switch (message.type) {
+    case "start":
+      return start(deps, message.operation_id);
+    case "fanout":
+      return fanout(deps, message.operation_id, message.after, attempt);
+    case "deliver":
+      return deliver(deps, message.operation_id, message.from, message.to, attempt);
+  }
+};
+
+const send = (deps: StepDeps, messages: SendMessage[]) =>
+  messages.length === 0 ? Promise.resolve() : deps.queue.sendBatch(messages.map((body) => ({ body })));
+
+const integrationFor = (deps: StepDeps, slug: string): Integration | undefined =>
+  isIntegrationSlug(slug) ? resolveIntegration(slug, deps.env) : undefined;
+
+const start = async (deps: StepDeps, operationId: string): Promise<StepResult> => {
+  const op = await loadOperationState(deps.d1, operationId);
+  // Gone (e.g. deleted data) or already over: nothing left to do for this message.
+  if (!op || op.status === "succeeded" || op.status === "failed") return;
+  if (op.status === "queued") {
+    const wait = Math.ceil(((op.startAt ?? 0) - deps.now()) / 1000);
+    if (wait > 0) {
+      // Woken early (a sweep ahead of time): sleep again rather than start a scheduled send early.
+      await deps.queue.send({ type: "start", operation_id: op.id } satisfies SendMessage, {
+        delaySeconds: Math.min(wait, MAX_QUEUE_DELAY_SECONDS),
+      });
+      return;
+    }
+    if (!(await markOperationRunning(deps.d1, op, deps.now()))) return;
+  } else if (op.fanoutCursor !== null || op.fanoutDone) {
+    // A duplicate start of a fan-out that is under way: its own chain carries on.
+    return;
+  }
+  // First start, or a duplicate of one whose first fan-out message may never have been sent.
+  await send(deps, [{ type: "fanout", operation_id: op.id, after: null }]);
+};
+
+const fanout = async (deps: StepDeps, operationId: string, after: string | null, attempt: Attempt): Promise<StepResult> => {
+  const op = await loadOperationState(deps.d1, operationId);
+  if (!op || op.status !== "running" || op.fanoutDone) return;
+  if (op.fanoutCursor !== after) {
+    // Another copy of this message already moved the position on. A redelivered copy may be the
+    // one whose follow-up was never enqueued (crash after commit): resume from where it stands.
+    if (attempt.attempts > 1) await send(deps, [{ type: "fanout", operation_id: op.id, after: op.fanoutCursor }]);
+    return;
+  }
+  const window = await recipientWindow(deps.d1, op, after, FANOUT_WINDOW);
+  const done = window.length < FANOUT_WINDOW;
+  const last = window.at(-1)?.id ?? after;
+  const now = deps.now();
+  const matched = window.filter((c) => c.matches);
+  await createDeliveries(
+    deps.d1,
+    op,
+    matched.map((c) => ({ id: newId("delivery", now), subscriberId: c.id, email: c.email })),
+    now,
+  );
+
+  // Delivery work is enqueued before the position moves: if this invocation dies in between, the
+  // redelivered message redoes this page and enqueues it again, so no delivery is left without work.
+  // A redelivery enqueues even when nothing matches now, in case an earlier try created rows.
+  if (matched.length > 0 || attempt.attempts > 1) {
+    const chunk = integrationFor(deps, op.deliveryIntegration)?.chunkSize ?? FALLBACK_CHUNK;
+    const bounds: (string | null)[] = [];
+    for (let i = chunk - 1; i < matched.length - 1; i += chunk) bounds.push(matched[i]?.id ?? null);
+    bounds.push(done ? null : last);
+    let from = after;
+    const work: SendMessage[] = bounds.map((to) => {
+      const message: SendMessage = { type: "deliver", operation_id: op.id, from, to };
+      from = to;
+      return message;
+    });
+    for (let i = 0; i < work.length; i += 100) await send(deps, work.slice(i, i + 100));
+  }
+
+  const advanced = await advanceFanout(deps.d1, op, after, last, done, deps.now());
+  if (advanced && !done) await send(deps, [{ type: "fanout", operation_id: op.id, after: last }]);
+};
+
+const formatFrom = (context: MessageContext) =>
+  context.fromName ? `"${context.fromName.replace(/["\\]/g, "\\$&")}" <${context.fromEmail}>` : context.fromEmail;
+
+/** Runs `task` over `items` with at most `limit` in flight. */
+const mapLimit = async <T, R>(items: T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> => {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await task(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+};
+
+const notConfigured = (slug: string): DeliveryError => ({
+  code: "integration_not_configured",
+  message: `The ${slug} integration is not configured in this deployment`,
+});
+
+const deliver = async (
+  deps: StepDeps,
+  operationId: string,
+  from: string | null,
+  to: string | null,
+  attempt: Attempt,
+): Promise<StepResult> => {
+  const op = await loadOperationState(deps.d1, operationId);
+  if (!op || op.status !== "running") return;
+  const integration = integrationFor(deps, op.deliveryIntegration);
+  const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
+  const rows = await queuedDeliveriesInRange(deps.d1, op.campaignId, from, to, chunk);
+  if (rows.length === 0) return;
+  const context = await loadMessageContext(deps.d1, op.campaignId);
+  if (!context) return;
+
+  const outcomes: SendOutcome[] = integration
+    ? await mapLimit(rows, integration.concurrency, (row) => {
+        const email: OutboundEmail = {
+          deliveryId: row.id,
+          to: row.email,
+          from: formatFrom(context),
+          replyTo: context.replyTo,
+          subject: context.subject,
+          text: context.preheader ?? context.subject,
+        };
+        return integration.send(email);
+      })
+    : rows.map(() => ({ kind: "failed", error: notConfigured(op.deliveryIntegration) }));
+
+  const results: DeliveryResults = { sent: [], failed: [], retry: [] };
+  let retryAfter = 0;
+  rows.forEach((row, i) => {
+    const outcome = outcomes[i];
+    if (!outcome) return;
+    if (outcome.kind === "sent") results.sent.push({ id: row.id, providerMessageId: outcome.providerMessageId });
+    else if (outcome.kind === "failed" || row.attempts + 1 >= MAX_DELIVERY_ATTEMPTS) results.failed.push({ id: row.id, error: outcome.error });
+    else {
+      results.retry.push({ id: row.id, error: outcome.error });
+      retryAfter = Math.max(retryAfter, outcome.retryAfterSeconds ?? 0);
+    }
+  });
+  await recordDeliveryResults(deps.d1, op, results, deps.now());
+
+  // Still-queued rows of this range are picked up again by the retried message.
+  if (results.retry.length > 0) return { retryAfterSeconds: Math.max(retryAfter, backoffSeconds(attempt.attempts)) };
+  // The range held more than one chunk (rows appeared after it was planned): continue after this one.
+  if (rows.length === chunk) await send(deps, [{ type: "deliver", operation_id: op.id, from: rows.at(-1)?.subscriberId ?? from, to }]);
+};
+
+/** Exponential backoff on the message's attempt count, capped at five minutes. */
+export const backoffSeconds = (attempts: number) => Math.min(300, 2 ** Math.max(1, attempts));

@@ -1,0 +1,30 @@
+import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
+import { findSweepCandidates } from "./send.repository";
+
+const MINUTE = 60_000;
+
+/**
+ * The cron trigger (every minute): starts sends scheduled beyond the queue's longest delay, and
+ * re-enqueues work that a lost or failed enqueue left behind. Every message it sends is safe to
+ * receive twice, so a sweep that races the normal flow only costs a little duplicate reading.
+ */
+export const sweep = async (env: Env, now: number): Promise<void> => {
+  const found = await findSweepCandidates(env.DB, now, {
+    overdueAfterMs: MINUTE,
+    horizonMs: 2 * MINUTE,
+    maxDelayMs: MAX_QUEUE_DELAY_SECONDS * 1000,
+    fanoutStallMs: 2 * MINUTE,
+    deliveryStallMs: 10 * MINUTE,
+    take: 100,
+  });
+  const requests: MessageSendRequest<SendMessage>[] = [
+    ...found.overdue.map((id) => ({ body: { type: "start", operation_id: id } as const })),
+    ...found.dueSoon.map(({ id, startAt }) => ({
+      body: { type: "start", operation_id: id } as const,
+      delaySeconds: Math.max(0, Math.ceil((startAt - now) / 1000)),
+    })),
+    ...found.stalledFanout.map(({ id, cursor }) => ({ body: { type: "fanout", operation_id: id, after: cursor } as const })),
+    ...found.stalledDelivery.map((id) => ({ body: { type: "deliver", operation_id: id, from: null, to: null } as const })),
+  ];
+  for (let i = 0; i < requests.length; i += 100) await env.SEND_QUEUE.sendBatch(requests.slice(i, i + 100));
+};

@@ -1,0 +1,69 @@
+import { expect } from "vitest";
+import { tenant } from "./helpers";
+
+export type Tenant = Awaited<ReturnType<typeof tenant>>;
+
+export const createNewsletter = async (t: Tenant, body: Record<string, unknown> = {}) => {
+  const res = await t.call("POST", `${t.ws}/newsletters`, {
+    body: { name: "Weekly", from_email: "news@example.com", from_name: "Acme News", ...body },
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data as { id: string };
+};
+
+export const createSegment = async (t: Tenant, filter: { tags_any?: string[]; tags_all?: string[] }) => {
+  const res = await t.call("POST", `${t.ws}/segments`, { body: { name: "Segment", filter } });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data as { id: string };
+};
+
+export const createCampaign = async (t: Tenant, body: Record<string, unknown> = {}) => {
+  const newsletterId = body.newsletter_id ?? (await createNewsletter(t)).id;
+  const res = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Hello", ...body, newsletter_id: newsletterId } });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data as { id: string; status: string };
+};
+
+export const sendCampaign = async (t: Tenant, campaignId: string, body?: Record<string, unknown>) => {
+  const res = await t.call("POST", `${t.ws}/campaigns/${campaignId}/send`, body === undefined ? {} : { body });
+  expect(res.status, res.text).toBe(202);
+  return res.body.data as { id: string; status: string };
+};
+
+type Operation = { id: string; status: string; progress: { total: number; delivered: number; failed: number } };
+
+/** Polls the operation over HTTP, as a client would, until it ends. */
+export const waitForOperation = async (t: Tenant, operationId: string, timeoutMs = 20_000): Promise<Operation> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await t.call("GET", `${t.ws}/operations/${operationId}`);
+    expect(res.status, res.text).toBe(200);
+    const op = res.body.data as Operation;
+    if (op.status === "succeeded" || op.status === "failed") return op;
+    if (Date.now() > deadline) throw new Error(`operation still ${op.status} after ${timeoutMs} ms: ${res.text}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+};
+
+export type Delivery = {
+  id: string;
+  subscriber_id: string;
+  email: string;
+  status: string;
+  attempts: number;
+  provider_message_id: string | null;
+  error: { code: string; message: string } | null;
+};
+
+/** Every delivery of a campaign, following the cursors. */
+export const allDeliveries = async (t: Tenant, campaignId: string): Promise<Delivery[]> => {
+  const out: Delivery[] = [];
+  let after: string | null = null;
+  do {
+    const res = await t.call("GET", `${t.ws}/campaigns/${campaignId}/deliveries?limit=100${after ? `&after=${after}` : ""}`);
+    expect(res.status, res.text).toBe(200);
+    out.push(...res.body.data);
+    after = res.body.pagination.next_cursor;
+  } while (after);
+  return out;
+};
