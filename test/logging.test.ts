@@ -1,0 +1,34 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { tenant } from "./helpers";
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("access log", () => {
+  it("writes one JSON line per request with id, method, route, status, duration and credential, and no secrets", async () => {
+    const t = await tenant();
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+
+    const created = await t.call("POST", `${t.ws}/subscribers?`, { body: { email: "private.person@example.com", name: "Secret Name" } });
+    const denied = await t.call("GET", `${t.ws}/subscribers?email=private.person@example.com&limit=500`);
+
+    expect(lines).toHaveLength(2);
+    const [first, second] = lines.map((line) => JSON.parse(line));
+    expect(first).toEqual({
+      level: "info",
+      request_id: created.headers.get("request-id"),
+      method: "POST",
+      route: "POST /workspaces/{workspace_id}/subscribers",
+      path: `/workspaces/${t.workspace.id}/subscribers`,
+      status: 201,
+      duration_ms: expect.any(Number),
+      credential_id: t.credential.id,
+    });
+    expect(second).toMatchObject({ status: 400, request_id: denied.headers.get("request-id"), credential_id: t.credential.id });
+    const all = lines.join("\n");
+    expect(all).not.toContain(t.token);
+    expect(all).not.toContain(t.token.slice(9));
+    expect(all).not.toContain("private.person");
+    expect(all).not.toContain("Secret Name");
+  });
+});
