@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type ApiResponse, call, createCredential, expectError, tenant } from "./helpers";
+import { type ApiResponse, call, createCredential, expectError, seedSubscribers, tenant } from "./helpers";
 
 const withKey = (key: string, body?: unknown) => ({ headers: { "Idempotency-Key": key }, ...(body !== undefined && { body }) });
 
@@ -366,6 +366,75 @@ describe("Idempotency-Key with a request in flight", () => {
     expect(put).not.toHaveBeenCalled();
     expectReplayOf(await t.call("POST", `${t.ws}/subscribers`, withKey("late-key-1", body)), takeover);
     expect(await countSubscribers(t.workspace.id)).toBe(1);
+  });
+});
+
+describe("Idempotency-Key on campaign writes", () => {
+  const draftCampaign = async (t: Awaited<ReturnType<typeof tenant>>) => {
+    const newsletter = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "Weekly", from_email: "news@example.com" } });
+    expect(newsletter.status, newsletter.text).toBe(201);
+    const campaign = await t.call("POST", `${t.ws}/campaigns`, {
+      ...withKey("campaign-create-1", { subject: "Hello", newsletter_id: newsletter.body.data.id }),
+    });
+    expect(campaign.status, campaign.text).toBe(201);
+    const again = await t.call("POST", `${t.ws}/campaigns`, {
+      ...withKey("campaign-create-1", { subject: "Hello", newsletter_id: newsletter.body.data.id }),
+    });
+    expectReplayOf(again, campaign);
+    const list = await t.call("GET", `${t.ws}/campaigns`);
+    expect(list.body.data).toHaveLength(1);
+    return campaign.body.data.id as string;
+  };
+
+  /** Lets the send finish, so its queue messages are not left for another test to consume. */
+  const settled = async (t: Awaited<ReturnType<typeof tenant>>, operationId: string) => {
+    await vi.waitUntil(
+      async () => {
+        const op = await t.call("GET", `${t.ws}/operations/${operationId}`);
+        return op.body.data.status === "succeeded" || op.body.data.status === "failed";
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+  };
+
+  const operationsOf = async (campaignId: string) =>
+    (await env.DB.prepare("select count(*) as n from operations where campaign_id = ?").bind(campaignId).first<{ n: number }>())!.n;
+
+  it("starts a send once when it is retried with the same key", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 3);
+    const campaignId = await draftCampaign(t);
+    const send = `${t.ws}/campaigns/${campaignId}/send`;
+
+    const first = await t.call("POST", send, withKey("send-key-1", { integration_slug: "sandbox" }));
+    expect(first.status, first.text).toBe(202);
+    const again = await t.call("POST", send, withKey("send-key-1", { integration_slug: "sandbox" }));
+    expectReplayOf(again, first);
+    expect(again.body.data.id).toBe(first.body.data.id);
+    expect(await operationsOf(campaignId)).toBe(1);
+
+    // Without the key, a second send is a new request, and the campaign is no longer a draft.
+    expectError(await t.call("POST", send, { body: { integration_slug: "sandbox" } }), 409, "campaign_not_sendable");
+    await settled(t, first.body.data.id);
+    expectReplayOf(await t.call("POST", send, withKey("send-key-1", { integration_slug: "sandbox" })), first);
+    expect(await operationsOf(campaignId)).toBe(1);
+  });
+
+  it("answers concurrent sends with one key with the one operation or 409 idempotency_key_in_use", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 2);
+    const campaignId = await draftCampaign(t);
+    const send = `${t.ws}/campaigns/${campaignId}/send`;
+    const answers = await Promise.all(Array.from({ length: 10 }, () => t.call("POST", send, withKey("send-key-2"))));
+    const originals = answers.filter((a) => a.status === 202 && a.headers.get("idempotent-replayed") === null);
+    expect(originals, answers.map((a) => a.text).join("\n")).toHaveLength(1);
+    for (const answer of answers) {
+      if (answer === originals[0]) continue;
+      if (answer.status === 409) expectError(answer, 409, "idempotency_key_in_use");
+      else expectReplayOf(answer, originals[0]!);
+    }
+    expect(await operationsOf(campaignId)).toBe(1);
+    await settled(t, originals[0]!.body.data.id);
   });
 });
 
