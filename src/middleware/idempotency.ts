@@ -28,9 +28,9 @@ export const IdempotencyHeaders = z.object({
 });
 
 /** How long a response is replayed (KV expirationTtl, and the D1 row's retention). */
-export const IDEMPOTENCY_TTL_SECONDS = 86_400;
+const IDEMPOTENCY_TTL_SECONDS = 86_400;
 /** A claim whose holder has not finished by then is considered dead and may be taken over. */
-export const IDEMPOTENCY_LEASE_MS = 30_000;
+const IDEMPOTENCY_LEASE_MS = 30_000;
 const RETENTION_MS = IDEMPOTENCY_TTL_SECONDS * 1000;
 
 /** A response as kept for replay: status, the headers the handler set, and the body text. */
