@@ -67,3 +67,31 @@ export const allDeliveries = async (t: Tenant, campaignId: string): Promise<Deli
   } while (after);
   return out;
 };
+
+/** A queue binding that keeps what is sent, so a test can hand it to the consumer itself. */
+export class CapturedQueue {
+  messages: { body: unknown; attempts: number; delaySeconds?: number }[] = [];
+  /** Makes the next `sendBatch`/`send` calls throw, once each, while > 0. */
+  failNextSends = 0;
+
+  private guard() {
+    if (this.failNextSends > 0) {
+      this.failNextSends--;
+      throw new Error("injected: queue unavailable");
+    }
+  }
+
+  async send(body: unknown, options?: { delaySeconds?: number }) {
+    this.guard();
+    this.messages.push({ body, attempts: 1, delaySeconds: options?.delaySeconds });
+  }
+
+  async sendBatch(batch: Iterable<{ body: unknown; delaySeconds?: number }>) {
+    this.guard();
+    for (const m of batch) this.messages.push({ body: m.body, attempts: 1, delaySeconds: m.delaySeconds });
+  }
+
+  asBinding() {
+    return this as unknown as Queue;
+  }
+}

@@ -25,7 +25,7 @@ export const handleQueueBatch = async (batch: MessageBatch<unknown>, env: Env): 
     const parsed = SendMessage.safeParse(message.body);
     if (!parsed.success) {
       // No retry can make a malformed message valid.
-      logError("send_message_malformed", message, parsed.error);
+      logError("send_message_malformed", message, parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
       message.ack();
       continue;
     }
