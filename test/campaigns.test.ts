@@ -1,0 +1,137 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call, createCredential, expectError, tenant } from "./helpers";
+import { createCampaign, createNewsletter, createSegment } from "./send.fixtures";
+
+const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+describe("campaigns", () => {
+  it("creates a draft with every field present, and retrieves it", async () => {
+    const t = await tenant();
+    const nl = await createNewsletter(t);
+    const res = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Hello", newsletter_id: nl.id } });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data).toEqual({
+      id: expect.stringMatching(/^cmp_[0-9A-Z]{26}$/),
+      object: "campaign",
+      subject: "Hello",
+      preheader: null,
+      status: "draft",
+      newsletter_id: nl.id,
+      segment_id: null,
+      scheduled_at: null,
+      sent_at: null,
+      created_at: expect.stringMatching(ISO_MS),
+      updated_at: expect.stringMatching(ISO_MS),
+    });
+    const got = await t.call("GET", `${t.ws}/campaigns/${res.body.data.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.data).toEqual(res.body.data);
+
+    const seg = await createSegment(t, { tags_any: ["beta"] });
+    const when = new Date(Date.now() + 3600_000);
+    const full = await t.call("POST", `${t.ws}/campaigns`, {
+      body: { subject: "Later", newsletter_id: nl.id, segment_id: seg.id, preheader: "Soon", scheduled_at: when.toISOString() },
+    });
+    expect(full.status, full.text).toBe(201);
+    expect(full.body.data).toMatchObject({ segment_id: seg.id, preheader: "Soon", scheduled_at: when.toISOString(), status: "draft" });
+    const offset = await t.call("POST", `${t.ws}/campaigns`, {
+      body: { subject: "Offset", newsletter_id: nl.id, scheduled_at: "2099-01-01T12:00:00+02:00" },
+    });
+    expect(offset.body.data.scheduled_at).toBe("2099-01-01T10:00:00.000Z");
+  });
+
+  it("answers 400 resource_missing naming the field for a newsletter or segment not in the workspace", async () => {
+    const t = await tenant();
+    const other = await tenant("Other");
+    const nl = await createNewsletter(t);
+    const foreignNl = await createNewsletter(other);
+    const foreignSeg = await createSegment(other, { tags_any: ["a"] });
+    const post = (body: Record<string, unknown>) => t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", ...body } });
+    expectError(await post({ newsletter_id: "nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }), 400, "resource_missing", "newsletter_id");
+    expectError(await post({ newsletter_id: foreignNl.id }), 400, "resource_missing", "newsletter_id");
+    expectError(await post({ newsletter_id: "whatever" }), 400, "resource_missing", "newsletter_id");
+    expectError(await post({ newsletter_id: nl.id, segment_id: "seg_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }), 400, "resource_missing", "segment_id");
+    expectError(await post({ newsletter_id: nl.id, segment_id: foreignSeg.id }), 400, "resource_missing", "segment_id");
+    expect((await post({ newsletter_id: nl.id, segment_id: null })).status).toBe(201);
+  });
+
+  it("validates every body rule", async () => {
+    const t = await tenant();
+    const nl = await createNewsletter(t);
+    const post = (body: Record<string, unknown>) => t.call("POST", `${t.ws}/campaigns`, { body });
+    expectError(await post({ newsletter_id: nl.id }), 400, "validation_failed", "subject");
+    expectError(await post({ subject: "", newsletter_id: nl.id }), 400, "validation_failed", "subject");
+    expectError(await post({ subject: "   ", newsletter_id: nl.id }), 400, "validation_failed", "subject");
+    expectError(await post({ subject: "x".repeat(256), newsletter_id: nl.id }), 400, "validation_failed", "subject");
+    expect((await post({ subject: "x".repeat(255), newsletter_id: nl.id })).status).toBe(201);
+    expectError(await post({ subject: 42, newsletter_id: nl.id }), 400, "validation_failed", "subject");
+    expectError(await post({ subject: "S" }), 400, "validation_failed", "newsletter_id");
+    expectError(await post({ subject: "S", newsletter_id: nl.id, preheader: "p".repeat(256) }), 400, "validation_failed", "preheader");
+    expect((await post({ subject: "S", newsletter_id: nl.id, preheader: "p".repeat(255) })).status).toBe(201);
+    const past = new Date(Date.now() - 60_000).toISOString();
+    const pastRes = await post({ subject: "S", newsletter_id: nl.id, scheduled_at: past });
+    expectError(pastRes, 400, "validation_failed", "scheduled_at");
+    expect(pastRes.body.error.message).toBe("scheduled_at must be in the future");
+    expectError(await post({ subject: "S", newsletter_id: nl.id, scheduled_at: "tomorrow" }), 400, "validation_failed", "scheduled_at");
+    expectError(await post({ subject: "S", newsletter_id: nl.id, scheduled_at: "2099-01-01T12:00:00" }), 400, "validation_failed", "scheduled_at");
+    expectError(await post({ subject: "S", newsletter_id: nl.id, status: "sent" }), 400, "validation_failed", "status");
+    expectError(await t.call("POST", `${t.ws}/campaigns`, { raw: "{", headers: { "content-type": "application/json" } }), 400, "invalid_json");
+  });
+
+  it("lists newest first, filtered by status, with cursors", async () => {
+    const t = await tenant();
+    const nl = await createNewsletter(t);
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await createCampaign(t, { newsletter_id: nl.id, subject: `C${i}` })).id);
+    // Two of them no longer drafts.
+    await env.DB.prepare("update campaigns set status = 'sent' where id in (?, ?)").bind(made[1], made[3]).run();
+
+    const all = await t.call("GET", `${t.ws}/campaigns`);
+    expect(all.body.data.map((c: { id: string }) => c.id)).toEqual([...made].reverse());
+    expect(all.body.pagination).toEqual({ has_more: false, next_cursor: null });
+
+    const drafts: string[] = [];
+    let after: string | null = null;
+    do {
+      const page = await t.call("GET", `${t.ws}/campaigns?status=draft&limit=2${after ? `&after=${after}` : ""}`);
+      expect(page.status, page.text).toBe(200);
+      expect(page.body.data.length).toBeLessThanOrEqual(2);
+      drafts.push(...page.body.data.map((c: { id: string; status: string }) => c.id));
+      after = page.body.pagination.next_cursor;
+    } while (after);
+    expect(drafts).toEqual([made[4], made[2], made[0]]);
+    const sent = await t.call("GET", `${t.ws}/campaigns?status=sent`);
+    expect(sent.body.data.map((c: { id: string }) => c.id)).toEqual([made[3], made[1]]);
+  });
+
+  it("validates the list query", async () => {
+    const t = await tenant();
+    const list = (query: string) => t.call("GET", `${t.ws}/campaigns?${query}`);
+    expectError(await list("status=done"), 400, "validation_failed", "status");
+    expectError(await list("limit=0"), 400, "validation_failed", "limit");
+    expectError(await list("limit=101"), 400, "validation_failed", "limit");
+    expectError(await list("limit=abc"), 400, "validation_failed", "limit");
+    expectError(await list("after=abc.def"), 400, "invalid_cursor", "after");
+    expectError(await list("color=red"), 400, "validation_failed", "color");
+    expect((await list("limit=100")).status).toBe(200);
+  });
+
+  it("needs campaigns:read to read and campaigns:write to create; hides other workspaces", async () => {
+    const t = await tenant();
+    const nl = await createNewsletter(t);
+    const campaign = await createCampaign(t, { newsletter_id: nl.id });
+    const readOnly = await createCredential([t.workspace.id], { scopes: ["campaigns:read"] });
+    const sendOnly = await createCredential([t.workspace.id], { scopes: ["campaigns:send"] });
+    expectError(await call("POST", `${t.ws}/campaigns`, { token: readOnly.token, body: { subject: "S", newsletter_id: nl.id } }), 403, "insufficient_scope");
+    expectError(await call("GET", `${t.ws}/campaigns`, { token: sendOnly.token }), 403, "insufficient_scope");
+    expectError(await call("GET", `${t.ws}/campaigns/${campaign.id}`, { token: sendOnly.token }), 403, "insufficient_scope");
+    expect((await call("GET", `${t.ws}/campaigns/${campaign.id}`, { token: readOnly.token })).status).toBe(200);
+
+    const other = await tenant("Other");
+    expectError(await other.call("GET", `${t.ws}/campaigns/${campaign.id}`), 404, "not_found");
+    expectError(await other.call("GET", `${other.ws}/campaigns/${campaign.id}`), 404, "not_found");
+    expectError(await other.call("GET", `${t.ws}/campaigns`), 404, "not_found");
+    expectError(await t.call("GET", `${t.ws}/campaigns/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 400, "validation_failed", "campaign_id");
+  });
+});
