@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { seedSubscribers, tenant } from "./helpers";
+import { call, createCredential, expectError, seedSubscribers, tenant } from "./helpers";
 import { allDeliveries, createCampaign, createSegment, sendCampaign, waitForOperation } from "./send.fixtures";
 
 describe("send, end to end through the queue", () => {
@@ -25,5 +25,196 @@ describe("send, end to end through the queue", () => {
     const after = await t.call("GET", `${t.ws}/campaigns/${campaign.id}`);
     expect(after.body.data.status).toBe("sent");
     expect(after.body.data.sent_at).toMatch(/Z$/);
+  });
+});
+
+describe("send over HTTP", () => {
+  it("narrows the audience by the segment: tags_any, tags_all, and both", async () => {
+    const t = await tenant();
+    const tagsOf = (i: number) => [i % 2 === 0 ? "even" : "odd", ...(i % 3 === 0 ? ["three"] : []), ...(i % 5 === 0 ? ["five"] : [])];
+    const ids = await seedSubscribers(t.workspace.id, 60, (i) => ({ tags: tagsOf(i), status: i === 30 ? "bounced" : "active" }));
+    const expected = (match: (tags: string[]) => boolean) =>
+      new Set(ids.filter((_, i) => i !== 30 && match(tagsOf(i))));
+    const cases = [
+      { filter: { tags_any: ["three", "five"] }, match: (tags: string[]) => tags.includes("three") || tags.includes("five") },
+      { filter: { tags_all: ["even", "three"] }, match: (tags: string[]) => tags.includes("even") && tags.includes("three") },
+      {
+        filter: { tags_any: ["five"], tags_all: ["odd"] },
+        match: (tags: string[]) => tags.includes("five") && tags.includes("odd"),
+      },
+      { filter: { tags_any: ["nobody"] }, match: () => false },
+    ];
+    for (const { filter, match } of cases) {
+      const segment = await createSegment(t, filter);
+      const campaign = await createCampaign(t, { segment_id: segment.id });
+      const op = await waitForOperation(t, (await sendCampaign(t, campaign.id)).id);
+      const want = expected(match);
+      expect(op).toMatchObject({ status: "succeeded", progress: { total: want.size, delivered: want.size, failed: 0 } });
+      const got = (await allDeliveries(t, campaign.id)).map((d) => d.subscriber_id);
+      expect(got).toHaveLength(want.size);
+      expect(new Set(got)).toEqual(want);
+    }
+  });
+
+  it("answers 202 with a queued operation, every field present, and moves the draft to sending", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 2);
+    const campaign = await createCampaign(t);
+    const res = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`, { body: { integration_slug: "sandbox" } });
+    expect(res.status, res.text).toBe(202);
+    expect(res.body.data).toEqual({
+      id: expect.stringMatching(/^op_[0-9A-Z]{26}$/),
+      object: "operation",
+      type: "campaign_send",
+      status: "queued",
+      campaign_id: campaign.id,
+      integration_slug: "sandbox",
+      progress: { total: 0, delivered: 0, failed: 0 },
+      error: null,
+      created_at: expect.stringMatching(/\.\d{3}Z$/),
+      updated_at: expect.stringMatching(/\.\d{3}Z$/),
+      completed_at: null,
+    });
+    const status = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data.status;
+    expect(["sending", "sent"]).toContain(status);
+    const op = await waitForOperation(t, res.body.data.id);
+    expect(op).toMatchObject({ status: "succeeded", completed_at: expect.stringMatching(/Z$/) });
+    // A sent campaign is not a draft any more.
+    expectError(await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`), 409, "campaign_not_sendable");
+  });
+
+  it("lets exactly one of many concurrent sends of a draft win", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 25);
+    const campaign = await createCampaign(t);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`, { body: {} })),
+    );
+    const won = results.filter((r) => r.status === 202);
+    expect(won).toHaveLength(1);
+    for (const lost of results.filter((r) => r.status !== 202)) expectError(lost, 409, "campaign_not_sendable");
+    const op = await waitForOperation(t, won[0]?.body.data.id);
+    expect(op.progress).toEqual({ total: 25, delivered: 25, failed: 0 });
+    expect(await allDeliveries(t, campaign.id)).toHaveLength(25);
+  });
+
+  it("a send with no body at all uses the sandbox", async () => {
+    const t = await tenant();
+    const campaign = await createCampaign(t);
+    const res = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`);
+    expect(res.status, res.text).toBe(202);
+    expect(res.body.data.integration_slug).toBe("sandbox");
+    expect((await waitForOperation(t, res.body.data.id)).progress.total).toBe(0);
+  });
+
+  it("test credentials deliver through the sandbox whatever known slug they name; the operation keeps the slug", async () => {
+    const t = await tenant("Test", "test");
+    await seedSubscribers(t.workspace.id, 3);
+    const campaign = await createCampaign(t);
+    const queued = await sendCampaign(t, campaign.id, { integration_slug: "resend" });
+    const op = await waitForOperation(t, queued.id);
+    expect(op).toMatchObject({ status: "succeeded", integration_slug: "resend" });
+    for (const d of await allDeliveries(t, campaign.id)) expect(d.provider_message_id).toBe(`sandbox_${d.id}`);
+  });
+
+  it("rejects unknown integrations in both modes, and resend when it is not configured", async () => {
+    for (const mode of ["test", "live"] as const) {
+      const t = await tenant(mode, mode);
+      const campaign = await createCampaign(t);
+      const res = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`, { body: { integration_slug: "carrier-pigeon" } });
+      expectError(res, 400, "unknown_integration", "integration_slug");
+      expect((await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("draft");
+    }
+    // This deployment (the test worker) has no RESEND_API_KEY.
+    const live = await tenant("Live", "live");
+    const campaign = await createCampaign(live);
+    const res = await live.call("POST", `${live.ws}/campaigns/${campaign.id}/send`, { body: { integration_slug: "resend" } });
+    expectError(res, 400, "unknown_integration", "integration_slug");
+    expect(res.body.error.message).toMatch(/not configured/);
+    const sandbox = await sendCampaign(live, campaign.id, { integration_slug: "sandbox" });
+    expect((await waitForOperation(live, sandbox.id)).status).toBe("succeeded");
+  });
+
+  it("validates the send request", async () => {
+    const t = await tenant();
+    const campaign = await createCampaign(t);
+    const url = `${t.ws}/campaigns/${campaign.id}/send`;
+    expectError(await t.call("POST", url, { body: { integration_slug: "" } }), 400, "validation_failed", "integration_slug");
+    expectError(await t.call("POST", url, { body: { integration_slug: 7 } }), 400, "validation_failed", "integration_slug");
+    expectError(await t.call("POST", url, { body: { integration: "sandbox" } }), 400, "validation_failed", "integration");
+    expectError(await t.call("POST", `${t.ws}/campaigns/nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T/send`), 400, "validation_failed", "campaign_id");
+    expectError(await t.call("POST", `${t.ws}/campaigns/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T/send`), 404, "not_found");
+    expectError(await t.call("GET", url), 405, "method_not_allowed");
+    expect((await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("draft");
+  });
+
+  it("needs campaigns:send to send and campaigns:read to read operations and deliveries; hides other workspaces", async () => {
+    const t = await tenant();
+    const campaign = await createCampaign(t);
+    const writer = await createCredential([t.workspace.id], { scopes: ["campaigns:read", "campaigns:write"] });
+    expectError(await call("POST", `${t.ws}/campaigns/${campaign.id}/send`, { token: writer.token, body: {} }), 403, "insufficient_scope");
+    const sender = await createCredential([t.workspace.id], { scopes: ["campaigns:send"] });
+    const res = await call("POST", `${t.ws}/campaigns/${campaign.id}/send`, { token: sender.token, body: {} });
+    expect(res.status, res.text).toBe(202);
+    const opId = res.body.data.id;
+    expectError(await call("GET", `${t.ws}/operations/${opId}`, { token: sender.token }), 403, "insufficient_scope");
+    expectError(await call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries`, { token: sender.token }), 403, "insufficient_scope");
+    expect((await call("GET", `${t.ws}/operations/${opId}`, { token: writer.token })).status).toBe(200);
+
+    const other = await tenant("Other");
+    expectError(await other.call("GET", `${t.ws}/operations/${opId}`), 404, "not_found");
+    expectError(await other.call("GET", `${other.ws}/operations/${opId}`), 404, "not_found");
+    expectError(await other.call("GET", `${other.ws}/campaigns/${campaign.id}/deliveries`), 404, "not_found");
+    const foreign = await createCampaign(other);
+    expectError(await t.call("POST", `${t.ws}/campaigns/${foreign.id}/send`), 404, "not_found");
+    expectError(await t.call("GET", `${t.ws}/operations/op_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 404, "not_found");
+    expectError(await t.call("GET", `${t.ws}/operations/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 400, "validation_failed", "operation_id");
+    await waitForOperation(t, opId);
+  });
+
+  it("pages deliveries newest first with cursors", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 7);
+    const campaign = await createCampaign(t);
+    await waitForOperation(t, (await sendCampaign(t, campaign.id)).id);
+    const seen: string[] = [];
+    let after: string | null = null;
+    do {
+      const page = await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries?limit=3${after ? `&after=${after}` : ""}`);
+      expect(page.status, page.text).toBe(200);
+      seen.push(...page.body.data.map((d: { id: string }) => d.id));
+      after = page.body.pagination.next_cursor;
+      expect(page.body.pagination.has_more).toBe(after !== null);
+    } while (after);
+    expect(seen).toHaveLength(7);
+    expect(seen).toEqual([...seen].sort().reverse());
+    const first = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries?limit=1`)).body.data[0];
+    expect(Object.keys(first).sort()).toEqual(
+      ["attempts", "campaign_id", "created_at", "email", "error", "id", "object", "provider_message_id", "status", "subscriber_id", "updated_at"].sort(),
+    );
+    expect(first).toMatchObject({ object: "delivery", status: "sent", attempts: 1, error: null });
+    const cursor = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries?limit=1`)).body.pagination.next_cursor;
+    const otherCampaign = await createCampaign(t);
+    expectError(await t.call("GET", `${t.ws}/campaigns/${otherCampaign.id}/deliveries?after=${cursor}`), 400, "invalid_cursor", "after");
+    expectError(await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries?limit=101`), 400, "validation_failed", "limit");
+    expectError(await t.call("GET", `${t.ws}/campaigns/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T/deliveries`), 404, "not_found");
+  });
+
+  it("a scheduled campaign waits as scheduled, then starts on time through the queue delay", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 4);
+    const scheduledAt = Date.now() + 2_500;
+    const campaign = await createCampaign(t, { scheduled_at: new Date(scheduledAt).toISOString() });
+    const queued = await sendCampaign(t, campaign.id);
+    expect(queued.status).toBe("queued");
+    expect((await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("scheduled");
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await t.call("GET", `${t.ws}/operations/${queued.id}`)).body.data.status).toBe("queued");
+
+    const op = await waitForOperation(t, queued.id);
+    expect(op).toMatchObject({ status: "succeeded", progress: { total: 4, delivered: 4, failed: 0 } });
+    const sent = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data;
+    expect(sent.status).toBe("sent");
+    expect(Date.parse(sent.sent_at)).toBeGreaterThanOrEqual(scheduledAt);
   });
 });
