@@ -1,0 +1,114 @@
+// The run's figures as console tables and as the Markdown that bench/README.md quotes.
+
+const TARGETS = { rpsVsRaw: 0.6, deepVsFirst: 1.2, fanoutVsFloor: 0.5, growth100kVs10k: 11, gzipKiB: 150 };
+
+const f = (n, digits = 1) => (n === undefined || Number.isNaN(n) ? "–" : n.toFixed(digits));
+const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
+const mark = (ok) => (ok ? "met" : "MISSED");
+
+const table = (header, rows) => {
+  const lines = [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`];
+  for (const row of rows) lines.push(`| ${row.join(" | ")} |`);
+  return lines.join("\n");
+};
+
+const routeRows = (results) =>
+  results.routes.map((r) => [
+    r.name,
+    f(r.api.rps, 0),
+    `${f(r.api.p50)} / ${f(r.api.p99)}`,
+    r.raw ? f(r.raw.rps, 0) : "–",
+    r.raw ? `${f(r.raw.p50)} / ${f(r.raw.p99)}` : "–",
+    f(r.constant.rps, 0),
+    `${f(r.constant.p50)} / ${f(r.constant.p99)}`,
+    f(r.ratios.rpsVsRaw, 2),
+    f(r.ratios.rpsVsConstant, 2),
+    r.ratios.rpsVsRaw === undefined ? "–" : mark(r.ratios.rpsVsRaw >= TARGETS.rpsVsRaw),
+    String(r.api.errors + (r.raw?.errors ?? 0) + r.constant.errors),
+  ]);
+
+const paginationRows = (results) =>
+  results.pagination.map((p) => [
+    p.filter,
+    p.rows.toLocaleString("en"),
+    `${f(p.apiFirst.p50)} / ${f(p.apiFirst.p99)}`,
+    `${f(p.apiDeep.p50)} / ${f(p.apiDeep.p99)}`,
+    f(p.ratios.apiDeepVsFirstP50, 2),
+    `${f(p.rawFirst.p50)} / ${f(p.rawDeep.p50)}`,
+    f(p.ratios.rawDeepVsFirstP50, 2),
+    mark(p.ratios.apiDeepVsFirstP50 <= TARGETS.deepVsFirst),
+  ]);
+
+const fanoutSection = (fanout) => {
+  if (!fanout || fanout.status !== "measured") {
+    return `Not measured in this run: ${fanout?.reason ?? "no fan-out step"}.`;
+  }
+  const rows = fanout.campaigns.map((c) => [
+    c.audience.toLocaleString("en"),
+    f(c.seconds, 2),
+    f(c.recipientsPerSecond, 0),
+    c.floor ? f(c.floor.recipientsPerSecond, 0) : "–",
+    c.floor ? f(c.recipientsPerSecond / c.floor.recipientsPerSecond, 2) : "–",
+    c.queueMessagesPer1000 === undefined ? "–" : f(c.queueMessagesPer1000, 1),
+    c.queriesPer1000 === undefined ? "–" : f(c.queriesPer1000, 1),
+  ]);
+  const lines = [
+    table(["audience", "seconds", "recipients/s", "floor recipients/s", "ratio to floor", "queue msgs / 1k", "D1 queries / 1k"], rows),
+  ];
+  if (fanout.growth100kVs10k !== undefined) {
+    lines.push(
+      "",
+      `Time for 100k / time for 10k: ${f(fanout.growth100kVs10k, 2)} (target at most ${TARGETS.growth100kVs10k}: ${mark(fanout.growth100kVs10k <= TARGETS.growth100kVs10k)}).`,
+    );
+  }
+  if (fanout.notes) lines.push("", ...fanout.notes);
+  return lines.join("\n");
+};
+
+export const writeMarkdown = (results) => {
+  const m = results.machine;
+  const gzipKiB = results.bundle.gzipBytes / 1024;
+  return [
+    `Run ${results.runId}, ${results.startedAt}, ${f(results.totalSeconds, 0)} s in all. ` +
+      `wrk -t1 -c${results.config.connections}, ${results.config.rounds} rounds of ${results.config.seconds} s per series.`,
+    "",
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.distro} (${m.os}); Node ${m.node}, wrangler ${m.wrangler}, workerd ${m.workerd}, ${m.wrk}. ` +
+      `Load average at start ${m.loadAverageAtStart.join(" ")}, at end ${(m.loadAverageAtEnd ?? []).join(" ")}.`,
+    "",
+    `Seed: ${results.seed.subscribers.toLocaleString("en")} subscribers in ${f(results.seed.seconds, 1)} s (migrations + one SQL file of multi-row INSERTs).`,
+    "",
+    "### Routes (requests/s; latency p50 / p99 in ms)",
+    "",
+    table(
+      ["case", "API req/s", "API p50 / p99", "raw D1 req/s", "raw p50 / p99", "constant req/s", "constant p50 / p99", "API ÷ raw", "API ÷ constant", "≥ 0.6 × raw", "non-2xx"],
+      routeRows(results),
+    ),
+    "",
+    "### Pagination depth (p50 / p99 in ms, limit 100)",
+    "",
+    table(["filter", "rows in list", "API page 1", "API page at 90%", "deep ÷ first (API)", "raw p50 first / deep", "deep ÷ first (raw)", "≤ 1.2"], paginationRows(results)),
+    "",
+    "### Send fan-out",
+    "",
+    fanoutSection(results.fanout),
+    "",
+    "### Bundle and start-up",
+    "",
+    table(
+      ["measure", "value", "target"],
+      [
+        ["bundle (wrangler deploy --dry-run), raw", kib(results.bundle.rawBytes), ""],
+        ["bundle, gzip -9", kib(results.bundle.gzipBytes), `< 150 KiB: ${mark(gzipKiB < TARGETS.gzipKiB)}`],
+        ["wrangler's own report (upload / gzip)", results.bundle.wrangler ? `${results.bundle.wrangler.uploadKiB} / ${results.bundle.wrangler.gzipKiB} KiB` : "–", ""],
+        ["same bundle with --minify, raw / gzip -9", `${kib(results.bundle.minified.rawBytes)} / ${kib(results.bundle.minified.gzipBytes)}`, ""],
+        ["start-up: spawning wrangler dev → /health answers", `${f(results.startup.devSpawnToHealthMs, 0)} ms`, ""],
+        ["start-up: workerd CPU profile of the top-level evaluation (wrangler check startup)", `${f(results.startup.workerStartupCpuMs, 1)} ms`, ""],
+      ],
+    ),
+    "",
+  ].join("\n");
+};
+
+export const printReport = (results) => {
+  console.log(`\n${writeMarkdown(results)}`);
+};
