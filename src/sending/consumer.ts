@@ -20,23 +20,26 @@ const logError = (event: string, message: Message, err: unknown) =>
 export const handleQueueBatch = async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
   if (batch.queue === SEND_DEAD_LETTER_QUEUE) return handleDeadLetters(batch, env);
   const deps: StepDeps = { d1: env.DB, queue: env.SEND_QUEUE, env, now: Date.now };
-  // One message at a time: each already runs its own bounded concurrency against the provider.
-  for (const message of batch.messages) {
-    const parsed = SendMessage.safeParse(message.body);
-    if (!parsed.success) {
-      // No retry can make a malformed message valid.
-      logError("send_message_malformed", message, parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
-      message.ack();
-      continue;
-    }
-    try {
-      const result = await runStep(deps, parsed.data, message);
-      if (result) message.retry({ delaySeconds: result.retryAfterSeconds });
-      else message.ack();
-    } catch (err) {
-      logError("send_step_failed", message, err);
-      message.retry({ delaySeconds: backoffSeconds(message.attempts) });
-    }
+  // Messages of a batch run side by side: a fan-out step never waits behind a delivery chunk, and
+  // each step bounds its own provider concurrency.
+  await Promise.all(batch.messages.map((message) => handleMessage(deps, message)));
+};
+
+const handleMessage = async (deps: StepDeps, message: Message<unknown>): Promise<void> => {
+  const parsed = SendMessage.safeParse(message.body);
+  if (!parsed.success) {
+    // No retry can make a malformed message valid.
+    logError("send_message_malformed", message, parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+    message.ack();
+    return;
+  }
+  try {
+    const result = await runStep(deps, parsed.data, message);
+    if (result) message.retry({ delaySeconds: result.retryAfterSeconds });
+    else message.ack();
+  } catch (err) {
+    logError("send_step_failed", message, err);
+    message.retry({ delaySeconds: backoffSeconds(message.attempts) });
   }
 };
 
