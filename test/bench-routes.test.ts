@@ -19,6 +19,7 @@ describe("benchmark routes when BENCH_ROUTES is off", () => {
     ["GET", "/bench/raw/kv/some-key"],
     ["PUT", "/bench/raw/kv/some-key"],
     ["GET", "/bench/cursor?workspace_id=ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T&offset=0"],
+    ["POST", "/bench/raw/fanout"],
     ["DELETE", "/bench/constant"],
   ];
 
@@ -88,5 +89,20 @@ describe("benchmark routes when BENCH_ROUTES is on", () => {
     expect(again.status).toBe(409);
     const read = await benchCall("GET", `/bench/raw/workspaces/${t.workspace.id}/subscribers/${created.body.data.id}`);
     expect(read.body.data.id).toBe(created.body.data.id);
+  });
+
+  it("fan-out floor writes one queued delivery per active subscriber of the workspace", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 1203, (i) => ({ status: i % 3 === 0 ? "unsubscribed" : "active" }));
+    const newsletter = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "n@example.com" } });
+    const campaign = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id: newsletter.body.data.id } });
+    expect(campaign.status, campaign.text).toBe(201);
+    const res = await benchCall("POST", "/bench/raw/fanout", { workspace_id: t.workspace.id, campaign_id: campaign.body.data.id });
+    expect(res.status).toBe(200);
+    expect(res.body.recipients).toBe(802);
+    const counted = await env.DB.prepare("select count(*) as n, count(distinct subscriber_id) as d from deliveries where campaign_id = ?")
+      .bind(campaign.body.data.id)
+      .first<{ n: number; d: number }>();
+    expect(counted).toEqual({ n: 802, d: 802 });
   });
 });

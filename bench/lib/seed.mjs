@@ -26,7 +26,7 @@ export const subscriberShape = (i) => {
  * Writes the seed SQL to `file` and returns what the harness needs: the workspace id, the tokens with
  * their credential ids, and the subscriber ids. Subscriber ids are ULIDs one millisecond apart, oldest first.
  */
-export const writeSeed = (file, { subscribers, credentials }) => {
+export const writeSeed = (file, { subscribers, credentials, fanoutAudiences = [] }) => {
   const ulid = monotonicFactory();
   const now = Date.now();
   const workspaceId = `ws_${ulid(now - subscribers - 1000)}`;
@@ -53,18 +53,34 @@ export const writeSeed = (file, { subscribers, credentials }) => {
     );
     values = [];
   };
-  for (let i = 0; i < subscribers; i++) {
-    const at = now - subscribers + i;
-    const id = `sub_${ulid(at)}`;
-    ids.push(id);
-    const { status, tags } = subscriberShape(i);
-    const email = `user${i}@bench.example`;
-    values.push(
-      `(${quote(id)}, ${quote(workspaceId)}, ${quote(email)}, ${quote(email)}, ${quote(`User ${i}`)}, ${quote(status)}, ${quote(JSON.stringify(tags))}, null, 'bench', ${at}, ${at})`,
+  const addSubscribers = (workspace, count, shape, out) => {
+    for (let i = 0; i < count; i++) {
+      const at = now - count + i;
+      const id = `sub_${ulid(at)}`;
+      out?.push(id);
+      const { status, tags } = shape(i);
+      const email = `user${i}@bench.example`;
+      values.push(
+        `(${quote(id)}, ${quote(workspace)}, ${quote(email)}, ${quote(email)}, ${quote(`User ${i}`)}, ${quote(status)}, ${quote(JSON.stringify(tags))}, null, 'bench', ${at}, ${at})`,
+      );
+      if (values.length === ROWS_PER_INSERT) flush();
+    }
+    flush();
+  };
+  addSubscribers(workspaceId, subscribers, subscriberShape, ids);
+
+  // One workspace per fan-out audience, every subscriber active: a campaign without a segment there
+  // reaches exactly that many recipients. The first credential may access them.
+  const fanoutWorkspaces = {};
+  for (const audience of fanoutAudiences) {
+    const id = `ws_${ulid(now - 400)}`;
+    fanoutWorkspaces[audience] = id;
+    lines.push(
+      `insert into workspaces (id, name, created_at) values (${quote(id)}, 'Fan-out ${audience}', ${now});`,
+      `insert into credential_workspaces (credential_id, workspace_id) values (${quote(credentialIds[0])}, ${quote(id)});`,
     );
-    if (values.length === ROWS_PER_INSERT) flush();
+    addSubscribers(id, audience, () => ({ status: "active", tags: [] }));
   }
-  flush();
   writeFileSync(file, `${lines.join("\n")}\n`);
-  return { workspaceId, tokens, credentialIds, subscriberIds: ids };
+  return { workspaceId, tokens, credentialIds, subscriberIds: ids, fanoutWorkspaces };
 };

@@ -1,5 +1,6 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { cursorCodec } from "../lib/cursor";
+import { FANOUT_WINDOW } from "../sending/pipeline";
 import { newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.statements";
@@ -86,6 +87,54 @@ bench.get("/cursor", async (c) => {
   if (!row || !c.env.CURSOR_SECRET) return c.json({ error: "no such position or no CURSOR_SECRET" }, 404);
   const cursor = await cursorCodec(c.env.CURSOR_SECRET).encode(`subscribers:${workspaceId}`, row.id);
   return c.json({ position: row.id, cursor });
+});
+
+/**
+ * The storage floor of a send's fan-out: every active subscriber of the workspace gets a delivery row
+ * for `campaign_id`, read and written in windows of FANOUT_WINDOW with the pipeline's own statements
+ * (the page read, then the batched INSERT … SELECT FROM json_each and the operation's running total).
+ */
+bench.post("/raw/fanout", async (c) => {
+  const { workspace_id: workspaceId, campaign_id: campaignId } = await c.req.json<{ workspace_id: string; campaign_id: string }>();
+  const started = Date.now();
+  const operationId = newId("operation", started);
+  // Already "succeeded", so neither the consumer nor the sweeper ever picks it up.
+  await c.env.DB.prepare(
+    `INSERT INTO operations (id, workspace_id, campaign_id, type, status, integration_slug, delivery_integration, mode, created_at, updated_at)
+     VALUES (?1, ?2, ?3, 'campaign_send', 'succeeded', 'sandbox', 'sandbox', 'test', ?4, ?4)`,
+  )
+    .bind(operationId, workspaceId, campaignId, started)
+    .run();
+  let after = "";
+  let recipients = 0;
+  let statements = 1;
+  for (;;) {
+    const { results } = await c.env.DB.prepare(
+      `SELECT id, email FROM subscribers WHERE workspace_id = ?1 AND status = 'active' AND id > ?2 ORDER BY id LIMIT ?3`,
+    )
+      .bind(workspaceId, after, FANOUT_WINDOW)
+      .all<{ id: string; email: string }>();
+    statements++;
+    if (results.length === 0) break;
+    const now = Date.now();
+    const rows = JSON.stringify(results.map((r) => ({ id: newId("delivery", now), s: r.id, e: r.email })));
+    await c.env.DB.batch([
+      c.env.DB.prepare(
+        `INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts,
+                                 provider_message_id, error, created_at, updated_at)
+         SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
+                'queued', 0, NULL, NULL, ?5, ?5
+           FROM json_each(?1) WHERE true
+         ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
+      ).bind(rows, workspaceId, campaignId, operationId, now),
+      c.env.DB.prepare(`UPDATE operations SET total = total + changes(), updated_at = ?2 WHERE id = ?1`).bind(operationId, now),
+    ]);
+    statements += 2;
+    recipients += results.length;
+    after = results.at(-1)?.id ?? after;
+    if (results.length < FANOUT_WINDOW) break;
+  }
+  return c.json({ operation_id: operationId, recipients, statements, ms: Date.now() - started });
 });
 
 /**
