@@ -162,7 +162,7 @@ export const operations = sqliteTable(
     /** Keyset position of the recipient fan-out (last subscriber id paged), null before it starts. */
     fanoutCursor: text(),
     fanoutDone: integer({ mode: "boolean" }).notNull().default(false),
-    /** When a scheduled send becomes due (epoch ms); null for an immediate send. */
+    /** When the send becomes due (epoch ms): the send request's time, or the campaign's later scheduled_at. */
     startAt: integer(),
     error: text({ mode: "json" }).$type<{ code: string; message: string }>(),
     createdAt: integer().notNull(),

@@ -141,7 +141,9 @@ const deliver = async (
   if (!op || op.status !== "running") return;
   const integration = integrationFor(deps, op.deliveryIntegration);
   const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
-  const rows = await queuedDeliveriesInRange(deps.d1, op.campaignId, from, to, chunk);
+  // One row more than the chunk says whether the range holds more than this message may take.
+  const found = await queuedDeliveriesInRange(deps.d1, op.campaignId, from, to, chunk + 1);
+  const rows = found.slice(0, chunk);
   if (rows.length === 0) return;
   const context = await loadMessageContext(deps.d1, op.campaignId);
   if (!context) return;
@@ -177,7 +179,7 @@ const deliver = async (
   // Still-queued rows of this range are picked up again by the retried message.
   if (results.retry.length > 0) return { retryAfterSeconds: Math.max(retryAfter, backoffSeconds(attempt.attempts)) };
   // The range held more than one chunk (rows appeared after it was planned): continue after this one.
-  if (rows.length === chunk) await send(deps, [{ type: "deliver", operation_id: op.id, from: rows.at(-1)?.subscriberId ?? from, to }]);
+  if (found.length > chunk) await send(deps, [{ type: "deliver", operation_id: op.id, from: rows.at(-1)?.subscriberId ?? from, to }]);
 };
 
 /** Exponential backoff on the message's attempt count, capped at five minutes. */
