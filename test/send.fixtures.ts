@@ -73,8 +73,14 @@ export class CapturedQueue {
   messages: { body: unknown; attempts: number; delaySeconds?: number }[] = [];
   /** Makes the next `sendBatch`/`send` calls throw, once each, while > 0. */
   failNextSends = 0;
+  /** Lets this many more calls through before `failNextSends` applies. */
+  passSends = 0;
 
   private guard() {
+    if (this.passSends > 0) {
+      this.passSends--;
+      return;
+    }
     if (this.failNextSends > 0) {
       this.failNextSends--;
       throw new Error("injected: queue unavailable");

@@ -286,6 +286,21 @@ describe("crashes and redelivery", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 1_200, delivered: 1_200, failed: 0 } });
   });
 
+  it("a fan-out that dies after moving its position and before enqueueing the next page resumes on redelivery", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 1_200);
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, {});
+    await h.step(); // start
+    h.queue.passSends = 1; // the delivery chunk is enqueued, the next fan-out page is not
+    h.queue.failNextSends = 1;
+    const crashed = await h.step();
+    expect(crashed.retryMessages).toHaveLength(1);
+    await h.drain();
+    expect(await allDeliveries(h.t, campaign.id)).toHaveLength(1_200);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 1_200, delivered: 1_200 } });
+  });
+
   it("duplicate messages never count a delivery twice", async () => {
     const h = await harness("test");
     await seedSubscribers(h.t.workspace.id, 40);
@@ -366,6 +381,42 @@ describe("scheduling and the sweeper", () => {
     expect(h.queue.messages).toEqual([]);
     await sweepAt(startAt - 30_000);
     expect(h.queue.messages).toEqual([{ body: { type: "start", operation_id: op.id }, attempts: 1, delaySeconds: 30 }]);
+  });
+
+  it("a start that arrives before its time goes back to sleep instead of starting early", async () => {
+    const h = await harness("test");
+    const startAt = Date.now() + 13 * 3600_000;
+    const campaign = await createCampaign(h.t, { scheduled_at: new Date(startAt).toISOString() });
+    const op = await send(h.t, campaign.id, {});
+    h.queue.messages.push({ body: { type: "start", operation_id: op.id }, attempts: 1 });
+    await h.step();
+    expect(h.queue.messages).toEqual([{ body: { type: "start", operation_id: op.id }, attempts: 1, delaySeconds: 12 * 3600 }]);
+    expect((await operationOf(h.t, op.id)).status).toBe("queued");
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("scheduled");
+  });
+
+  it("re-enqueues a fan-out or delivery whose message was lost, once it has made no progress for a while", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 10);
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, {});
+    await h.step(); // start
+    h.queue.messages = []; // the fan-out message is lost
+    const sweepAt = (time: number) =>
+      worker.scheduled(createScheduledController({ scheduledTime: time, cron: "* * * * *" }), h.env);
+    await sweepAt(Date.now() + 30_000);
+    expect(h.queue.messages).toEqual([]); // not stalled yet
+    await sweepAt(Date.now() + 3 * 60_000);
+    expect(h.queue.messages.map((m) => m.body)).toEqual([{ type: "fanout", operation_id: op.id, after: null }]);
+    await h.step(); // fan-out: deliveries created, fan-out done
+    h.queue.messages = []; // the delivery message is lost
+    expect((await operationOf(h.t, op.id)).status).toBe("running");
+    await sweepAt(Date.now() + 3 * 60_000);
+    expect(h.queue.messages).toEqual([]); // deliveries may still be retrying: wait longer
+    await sweepAt(Date.now() + 11 * 60_000);
+    expect(h.queue.messages.map((m) => m.body)).toEqual([{ type: "deliver", operation_id: op.id, from: null, to: null }]);
+    await h.drain();
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 10, delivered: 10 } });
   });
 
   it("a send whose enqueue failed is still answered 202, and the sweeper starts it", async () => {

@@ -1,5 +1,5 @@
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
-import { findSweepCandidates } from "./send.repository";
+import { findSweepCandidates } from "./sweep.repository";
 
 const MINUTE = 60_000;
 
