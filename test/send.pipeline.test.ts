@@ -317,6 +317,29 @@ describe("crashes and redelivery", () => {
   });
 });
 
+describe("consent at delivery time", () => {
+  it("never mails a subscriber who unsubscribed after the fan-out picked them", async () => {
+    const h = await harness("live");
+    const ids = await seedSubscribers(h.t.workspace.id, 5);
+    const fetchSpy = vi.spyOn(globalThis, "fetch").mockImplementation(async () => json(200, { id: "re_ok" }));
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out: five deliveries queued
+    const gone = ids[2];
+    const patched = await h.t.call("PATCH", `${h.t.ws}/subscribers/${gone}`, { body: { status: "unsubscribed" } });
+    expect(patched.status, patched.text).toBe(200);
+    await h.drain();
+
+    const sentTo = resendCalls(fetchSpy).map((c) => c.body.to[0]);
+    expect(sentTo).toHaveLength(4);
+    expect(sentTo).not.toContain("user2@example.com");
+    const skipped = (await allDeliveries(h.t, campaign.id)).find((d) => d.subscriber_id === gone);
+    expect(skipped).toMatchObject({ status: "failed", attempts: 0, provider_message_id: null, error: { code: "recipient_inactive" } });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 4, failed: 1 } });
+  });
+});
+
 describe("queue edges", () => {
   it("acks messages that are malformed or name an operation that no longer exists", async () => {
     const h = await harness("test");

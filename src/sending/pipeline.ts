@@ -125,6 +125,11 @@ const mapLimit = async <T, R>(items: T[], limit: number, task: (item: T) => Prom
   return out;
 };
 
+const recipientInactive: DeliveryError = {
+  code: "recipient_inactive",
+  message: "The subscriber was no longer active when the delivery's turn came; nothing was sent",
+};
+
 const notConfigured = (slug: string): DeliveryError => ({
   code: "integration_not_configured",
   message: `The ${slug} integration is not configured in this deployment`,
@@ -150,6 +155,8 @@ const deliver = async (
 
   const outcomes: SendOutcome[] = integration
     ? await mapLimit(rows, integration.concurrency, (row) => {
+        // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them.
+        if (!row.active) return Promise.resolve<SendOutcome>({ kind: "failed", error: recipientInactive });
         const email: OutboundEmail = {
           deliveryId: row.id,
           to: row.email,
@@ -168,7 +175,9 @@ const deliver = async (
     const outcome = outcomes[i];
     if (!outcome) return;
     if (outcome.kind === "sent") results.sent.push({ id: row.id, providerMessageId: outcome.providerMessageId });
-    else if (outcome.kind === "failed" || row.attempts + 1 >= MAX_DELIVERY_ATTEMPTS) results.failed.push({ id: row.id, error: outcome.error });
+    else if (outcome.kind === "failed" || row.attempts + 1 >= MAX_DELIVERY_ATTEMPTS) {
+      results.failed.push({ id: row.id, error: outcome.error, attempted: row.active && integration !== undefined });
+    }
     else {
       results.retry.push({ id: row.id, error: outcome.error });
       retryAfter = Math.max(retryAfter, outcome.retryAfterSeconds ?? 0);

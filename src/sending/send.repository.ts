@@ -230,7 +230,14 @@ export const advanceFanout = async (
 
 // ---- delivery ----
 
-export type QueuedDelivery = { id: string; subscriberId: string; email: string; attempts: number };
+export type QueuedDelivery = {
+  id: string;
+  subscriberId: string;
+  email: string;
+  attempts: number;
+  /** Whether the subscriber is still active now, at delivery time. */
+  active: boolean;
+};
 
 export const queuedDeliveriesInRange = async (
   d1: D1Database,
@@ -241,18 +248,26 @@ export const queuedDeliveriesInRange = async (
 ): Promise<QueuedDelivery[]> => {
   const { results } = await d1
     .prepare(
-      `SELECT id, subscriber_id, email, attempts FROM deliveries
-        WHERE campaign_id = ?1 AND subscriber_id > ?2 AND (?3 IS NULL OR subscriber_id <= ?3) AND status = 'queued'
-        ORDER BY subscriber_id LIMIT ?4`,
+      `SELECT d.id, d.subscriber_id, d.email, d.attempts, coalesce(s.status = 'active', 0) AS active
+         FROM deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
+        WHERE d.campaign_id = ?1 AND d.subscriber_id > ?2 AND (?3 IS NULL OR d.subscriber_id <= ?3) AND d.status = 'queued'
+        ORDER BY d.subscriber_id LIMIT ?4`,
     )
     .bind(campaignId, from ?? "", to, limit)
-    .all<{ id: string; subscriber_id: string; email: string; attempts: number }>();
-  return results.map((r) => ({ id: r.id, subscriberId: r.subscriber_id, email: r.email, attempts: r.attempts }));
+    .all<{ id: string; subscriber_id: string; email: string; attempts: number; active: number }>();
+  return results.map((r) => ({
+    id: r.id,
+    subscriberId: r.subscriber_id,
+    email: r.email,
+    attempts: r.attempts,
+    active: r.active === 1,
+  }));
 };
 
 export type DeliveryResults = {
   sent: { id: string; providerMessageId: string }[];
-  failed: { id: string; error: DeliveryError }[];
+  /** `attempted`: whether the integration was called (a recipient skipped at delivery time was not). */
+  failed: { id: string; error: DeliveryError; attempted: boolean }[];
   /** Tried and still queued, for another attempt later. */
   retry: { id: string; error: DeliveryError }[];
 };
@@ -279,11 +294,12 @@ export const recordDeliveryResults = async (d1: D1Database, op: OperationState, 
     statements.push(
       d1
         .prepare(
-          `UPDATE deliveries SET status = 'failed', error = r.err, attempts = deliveries.attempts + 1, updated_at = ?2
-             FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.err') AS err FROM json_each(?1)) AS r
+          `UPDATE deliveries SET status = 'failed', error = r.err, attempts = deliveries.attempts + r.a, updated_at = ?2
+             FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.err') AS err, json_extract(value, '$.a') AS a
+                     FROM json_each(?1)) AS r
             WHERE deliveries.id = r.id AND deliveries.status = 'queued'`,
         )
-        .bind(JSON.stringify(results.failed.map((r) => ({ id: r.id, err: r.error }))), now),
+        .bind(JSON.stringify(results.failed.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now),
       d1.prepare(`UPDATE operations SET failed = failed + changes(), updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
     );
   }
