@@ -83,6 +83,21 @@ describe("send over HTTP", () => {
     expectError(await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`), 409, "campaign_not_sendable");
   });
 
+  it("replays a send retried with the same Idempotency-Key instead of answering 409", async () => {
+    const t = await tenant();
+    const campaign = await createCampaign(t);
+    const url = `${t.ws}/campaigns/${campaign.id}/send`;
+    const headers = { "idempotency-key": "send-once-12345" };
+    const first = await t.call("POST", url, { body: {}, headers });
+    expect(first.status, first.text).toBe(202);
+    const again = await t.call("POST", url, { body: {}, headers });
+    expect(again.status, again.text).toBe(202);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.data.id).toBe(first.body.data.id);
+    expectError(await t.call("POST", url, { body: {} }), 409, "campaign_not_sendable");
+    await waitForOperation(t, first.body.data.id);
+  });
+
   it("lets exactly one of many concurrent sends of a draft win", async () => {
     const t = await tenant();
     await seedSubscribers(t.workspace.id, 25);
