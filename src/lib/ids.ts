@@ -14,7 +14,19 @@ export const idPrefixes = {
 
 export type IdKind = keyof typeof idPrefixes;
 
+// ulidx's default generator asks the CSPRNG for one byte per character (16 calls per id, every
+// request makes at least one id); drawing the same bytes 256 at a time keeps them cryptographic.
+const pool = new Uint8Array(256);
+let drawn = pool.length;
+const pooledRandom = (): number => {
+  if (drawn === pool.length) {
+    crypto.getRandomValues(pool);
+    drawn = 0;
+  }
+  return (pool[drawn++] as number) / 0xff;
+};
+
 // Monotonic within a millisecond, so ids created by one isolate sort in creation order.
-const nextUlid = monotonicFactory();
+const nextUlid = monotonicFactory(pooledRandom);
 
 export const newId = (kind: IdKind, now: number = Date.now()): string => `${idPrefixes[kind]}${nextUlid(now)}`;
