@@ -33,6 +33,16 @@ describe("one error shape everywhere", () => {
     }
   });
 
+  it("reads an empty body sent as JSON as an empty object", async () => {
+    const t = await tenant();
+    const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "e@example.com" } });
+    const headers = { "content-type": "application/json" };
+    const patch = await t.call("PATCH", `${t.ws}/subscribers/${created.body.data.id}`, { raw: "", headers });
+    expectError(patch, 400, "validation_failed");
+    expect(patch.body.error.message).toContain("at least one");
+    expectError(await t.call("POST", `${t.ws}/subscribers`, { raw: "", headers }), 400, "validation_failed", "email");
+  });
+
   it("answers a body that is not JSON with 415 unsupported_media_type", async () => {
     const t = await tenant();
     const variants: Record<string, string>[] = [{ "content-type": "text/plain" }, { "content-type": "application/x-www-form-urlencoded" }, {}];

@@ -1,3 +1,4 @@
+import type { HonoRequest } from "hono";
 import { createMiddleware } from "hono/factory";
 import { createDb, type Db } from "../db/client";
 import { ApiError } from "../errors/api-error";
@@ -54,8 +55,9 @@ const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;.*)?$/i;
 
 /**
  * Reads and checks a request body once, before routing: size (413), media type (415) and JSON
- * syntax (400 invalid_json). The parsed object is handed to the validators through Hono's body
- * cache, so the body is parsed once; the raw bytes stay available for idempotency fingerprints.
+ * syntax (400 invalid_json). The decoded text goes into Hono's body cache, which its JSON validator
+ * reads (an empty body reads as `{}`, so a body-less POST sent with a JSON content type is fine); the
+ * raw bytes stay cached for idempotency fingerprints.
  */
 export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
   if (c.req.method === "GET" || c.req.method === "HEAD" || c.req.method === "OPTIONS") return next();
@@ -64,22 +66,29 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
   const bytes = await c.req.arrayBuffer();
   if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge();
   if (bytes.byteLength === 0) {
-    c.req.bodyCache.json = Promise.resolve({});
+    cacheText(c.req, "{}");
     return next();
   }
   const contentType = c.req.header("content-type");
   if (!contentType || !JSON_TYPE.test(contentType)) {
     throw new ApiError("unsupported_media_type", "Request body must be JSON, sent with Content-Type: application/json");
   }
+  let text: string;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+    parsed = JSON.parse(text);
   } catch {
     throw new ApiError("invalid_json", "Request body is not valid JSON");
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new ApiError("invalid_json", "Request body must be a JSON object");
   }
-  c.req.bodyCache.json = Promise.resolve(parsed);
+  cacheText(c.req, text);
   return next();
 });
+
+// Hono keeps promises in its body cache (its type says values): `json()` chains on the cached text.
+const cacheText = (req: HonoRequest, text: string) => {
+  (req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(text);
+};
