@@ -45,15 +45,21 @@ const fanoutSection = (fanout) => {
   }
   const rows = fanout.campaigns.map((c) => [
     c.audience.toLocaleString("en"),
+    c.status,
     f(c.seconds, 2),
     f(c.recipientsPerSecond, 0),
     c.floor ? f(c.floor.recipientsPerSecond, 0) : "–",
     c.floor ? f(c.recipientsPerSecond / c.floor.recipientsPerSecond, 2) : "–",
+    c.floor ? mark(c.recipientsPerSecond / c.floor.recipientsPerSecond >= TARGETS.fanoutVsFloor) : "–",
+    c.queueMessages === undefined ? "–" : `${c.queueMessages} in ${c.queueBatches} batches`,
     c.queueMessagesPer1000 === undefined ? "–" : f(c.queueMessagesPer1000, 1),
-    c.queriesPer1000 === undefined ? "–" : f(c.queriesPer1000, 1),
+    c.floor ? f(c.floor.statementsPer1000, 1) : "–",
   ]);
   const lines = [
-    table(["audience", "seconds", "recipients/s", "floor recipients/s", "ratio to floor", "queue msgs / 1k", "D1 queries / 1k"], rows),
+    table(
+      ["audience", "operation", "seconds", "recipients/s", "floor recipients/s", "÷ floor", "≥ 0.5", "queue messages", "queue msgs / 1k", "floor D1 statements / 1k"],
+      rows,
+    ),
   ];
   if (fanout.growth100kVs10k !== undefined) {
     lines.push(
@@ -70,7 +76,7 @@ export const writeMarkdown = (results) => {
   const gzipKiB = results.bundle.gzipBytes / 1024;
   return [
     `Run ${results.runId}, ${results.startedAt}, ${f(results.totalSeconds, 0)} s in all. ` +
-      `wrk -t1 -c${results.config.connections}, ${results.config.rounds} rounds of ${results.config.seconds} s per series.`,
+      `wrk -t1 -c${results.config.connections}, ${results.config.seconds} s per run; each figure is the median of ${results.config.rounds} interleaved rounds (pagination: ${Math.max(2, Math.floor(results.config.rounds / 2))}).`,
     "",
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.distro} (${m.os}); Node ${m.node}, wrangler ${m.wrangler}, workerd ${m.workerd}, ${m.wrk}. ` +
       `Load average at start ${m.loadAverageAtStart.join(" ")}, at end ${(m.loadAverageAtEnd ?? []).join(" ")}.`,

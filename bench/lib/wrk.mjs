@@ -57,15 +57,18 @@ export const runWrk = ({ base, lines, seconds, connections, workDir, name, prefi
   };
 };
 
-/** Rounds of one series merged: total throughput, mean of each round's percentiles, all errors. */
-export const merge = (runs) => {
-  const mean = (key) => runs.reduce((sum, run) => sum + run[key], 0) / runs.length;
-  return {
-    requests: runs.reduce((sum, run) => sum + run.requests, 0),
-    rps: mean("rps"),
-    p50: mean("p50"),
-    p99: mean("p99"),
-    errors: runs.reduce((sum, run) => sum + run.errors, 0),
-    rounds: runs.length,
-  };
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
+
+/** Rounds of one series merged: the median round for each figure (robust to a burst of other load), all errors. */
+export const merge = (runs) => ({
+  requests: runs.reduce((sum, run) => sum + run.requests, 0),
+  rps: median(runs.map((run) => run.rps)),
+  p50: median(runs.map((run) => run.p50)),
+  p99: median(runs.map((run) => run.p99)),
+  errors: runs.reduce((sum, run) => sum + run.errors, 0),
+  rounds: runs.length,
+});
