@@ -1,8 +1,8 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { cursorCodec } from "../lib/cursor";
-import { FANOUT_WINDOW } from "../sending/pipeline";
 import { newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
+import { FANOUT_WINDOW } from "../sending/pipeline";
 import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.statements";
 
 // Baselines for bench/run.mjs, served by the same worker: `/bench/constant` is the framework's floor
