@@ -3,6 +3,7 @@ import { cursorCodec } from "../lib/cursor";
 import { newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { FANOUT_WINDOW } from "../sending/pipeline";
+import { deliveryInsertStatements } from "../sending/send.repository";
 import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.statements";
 
 // Baselines for bench/run.mjs, served by the same worker: `/bench/constant` is the framework's floor
@@ -118,17 +119,7 @@ bench.post("/raw/fanout", async (c) => {
     if (results.length === 0) break;
     const now = Date.now();
     const rows = JSON.stringify(results.map((r) => ({ id: newId("delivery", now), s: r.id, e: r.email })));
-    await c.env.DB.batch([
-      c.env.DB.prepare(
-        `INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts,
-                                 provider_message_id, error, created_at, updated_at)
-         SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
-                'queued', 0, NULL, NULL, ?5, ?5
-           FROM json_each(?1) WHERE true
-         ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
-      ).bind(rows, workspaceId, campaignId, operationId, now),
-      c.env.DB.prepare(`UPDATE operations SET total = total + changes(), updated_at = ?2 WHERE id = ?1`).bind(operationId, now),
-    ]);
+    await c.env.DB.batch(deliveryInsertStatements(c.env.DB, { json: rows, workspaceId, campaignId, operationId, now }));
     statements += 2;
     recipients += results.length;
     after = results.at(-1)?.id ?? after;

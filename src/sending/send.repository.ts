@@ -188,20 +188,29 @@ export type NewDelivery = { id: string; subscriberId: string; email: string };
 export const createDeliveries = async (d1: D1Database, op: OperationState, rows: NewDelivery[], now: number) => {
   if (rows.length === 0) return;
   const json = JSON.stringify(rows.map((r) => ({ id: r.id, s: r.subscriberId, e: r.email })));
-  await d1.batch([
-    d1
-      .prepare(
-        `INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts,
-                                 provider_message_id, error, created_at, updated_at)
-         SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
-                'queued', 0, NULL, NULL, ?5, ?5
-           FROM json_each(?1) WHERE true
-         ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
-      )
-      .bind(json, op.workspaceId, op.campaignId, op.id, now),
-    d1.prepare(`UPDATE operations SET total = total + changes(), updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
-  ]);
+  await d1.batch(deliveryInsertStatements(d1, { json, workspaceId: op.workspaceId, campaignId: op.campaignId, operationId: op.id, now }));
 };
+
+/**
+ * The insert of a page of deliveries (bound as one JSON array of `{id, s: subscriber id, e: email}`)
+ * and the operation's running total, raised by exactly the rows inserted. Run as one batch.
+ */
+export const deliveryInsertStatements = (
+  d1: D1Database,
+  page: { json: string; workspaceId: string; campaignId: string; operationId: string; now: number },
+): [D1PreparedStatement, D1PreparedStatement] => [
+  d1
+    .prepare(
+      `INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts,
+                               provider_message_id, error, created_at, updated_at)
+       SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
+              'queued', 0, NULL, NULL, ?5, ?5
+         FROM json_each(?1) WHERE true
+       ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
+    )
+    .bind(page.json, page.workspaceId, page.campaignId, page.operationId, page.now),
+  d1.prepare(`UPDATE operations SET total = total + changes(), updated_at = ?2 WHERE id = ?1`).bind(page.operationId, page.now),
+];
 
 /**
  * Advances the fan-out position from `after` to `to` (compare-and-set: only one of duplicate
