@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
 import worker from "../src/index";
-import { MAX_DELIVERY_ATTEMPTS } from "../src/sending/pipeline";
+import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE, MAX_DELIVERY_ATTEMPTS } from "../src/sending/pipeline";
 import { createCredential, createWorkspace, seedSubscribers, type CallOptions } from "./helpers";
 import { allDeliveries, CapturedQueue, createCampaign, type Tenant } from "./send.fixtures";
 
@@ -87,6 +87,45 @@ const resendCalls = (spy: { mock: { calls: unknown[][] } }) =>
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+
+/**
+ * A D1 binding on which the batch containing a statement with `sql` in it throws instead of running,
+ * like an isolate dying just before that write: once, after letting `skip` such batches through.
+ */
+const crashingD1 = (sql: string, skip = 0) => {
+  const crashes = { left: 1, skip };
+  const statementsSql = new WeakMap<D1PreparedStatement, string>();
+  const db = {
+    prepare: (query: string) => {
+      const statement = env.DB.prepare(query);
+      const bind = statement.bind.bind(statement);
+      statement.bind = (...values: unknown[]) => {
+        const bound = bind(...values);
+        statementsSql.set(bound, query);
+        return bound;
+      };
+      statementsSql.set(statement, query);
+      return statement;
+    },
+    batch: async (statements: D1PreparedStatement[]) => {
+      if (crashes.left > 0 && statements.some((s) => statementsSql.get(s)?.includes(sql)) && crashes.skip-- <= 0) {
+        crashes.left--;
+        throw new Error("injected: isolate died");
+      }
+      return env.DB.batch(statements);
+    },
+    exec: (query: string) => env.DB.exec(query),
+    dump: () => env.DB.dump(),
+    withSession: (c?: string) => env.DB.withSession(c),
+  } as unknown as D1Database;
+  return { db, crashes };
+};
+
+/** Resend answering every request with success, its message id derived from the idempotency key. */
+const resendAlwaysOk = () =>
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (_input, init) =>
+    json(200, { id: `re_${new Headers(init?.headers).get("idempotency-key")}` }),
+  );
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -220,32 +259,7 @@ describe("crashes and redelivery", () => {
   });
 
   it("a consumer that dies after calling the provider and before recording: redelivery reuses the idempotency keys", async () => {
-    const crashes = { left: 1 };
-    const statementsSql = new WeakMap<D1PreparedStatement, string>();
-    // A D1 binding whose first batch recording sent deliveries throws, like an isolate dying mid-chunk.
-    const db = {
-      prepare: (query: string) => {
-        const statement = env.DB.prepare(query);
-        const bind = statement.bind.bind(statement);
-        statement.bind = (...values: unknown[]) => {
-          const bound = bind(...values);
-          statementsSql.set(bound, query);
-          return bound;
-        };
-        statementsSql.set(statement, query);
-        return statement;
-      },
-      batch: async (statements: D1PreparedStatement[]) => {
-        if (crashes.left > 0 && statements.some((s) => statementsSql.get(s)?.includes("SET status = 'sent'"))) {
-          crashes.left--;
-          throw new Error("injected: isolate died");
-        }
-        return env.DB.batch(statements);
-      },
-      exec: (query: string) => env.DB.exec(query),
-      dump: () => env.DB.dump(),
-      withSession: (c?: string) => env.DB.withSession(c),
-    } as unknown as D1Database;
+    const { db, crashes } = crashingD1("SET status = 'sent'");
     const h = await harness("live", { DB: db });
     await seedSubscribers(h.t.workspace.id, 30);
     const keys: string[] = [];
@@ -269,50 +283,117 @@ describe("crashes and redelivery", () => {
   });
 
   it("a fan-out that dies after creating deliveries and before enqueueing them creates none twice and loses none", async () => {
-    const h = await harness("test");
+    const h = await harness("live");
     const ids = await seedSubscribers(h.t.workspace.id, 1_200);
+    const fetchSpy = resendAlwaysOk();
     const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, {});
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
     await h.step(); // start → first fan-out message
     h.queue.failNextSends = 1;
-    const crashed = await h.step(); // fan-out: deliveries written, then the enqueue fails
+    const crashed = await h.step(); // fan-out: 500 deliveries written (queued), then the enqueue fails
     expect(crashed.retryMessages).toHaveLength(1);
-    expect((await operationOf(h.t, op.id)).progress.total).toBe(500);
+    expect((await operationOf(h.t, op.id)).progress).toEqual({ total: 500, delivered: 0, failed: 0 });
     await h.drain();
 
     const deliveries = await allDeliveries(h.t, campaign.id);
     expect(deliveries).toHaveLength(1_200);
     expect(new Set(deliveries.map((d) => d.subscriber_id))).toEqual(new Set(ids));
+    expect(fetchSpy).toHaveBeenCalledTimes(1_200);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 1_200, delivered: 1_200, failed: 0 } });
   });
 
-  it("a fan-out that dies after moving its position and before enqueueing the next page resumes on redelivery", async () => {
-    const h = await harness("test");
-    await seedSubscribers(h.t.workspace.id, 1_200);
+  it("a sandbox fan-out that dies after creating its settled deliveries and before moving its position counts none twice", async () => {
+    const { db, crashes } = crashingD1("SET fanout_cursor");
+    const h = await harness("test", { DB: db });
+    const ids = await seedSubscribers(h.t.workspace.id, 1_200);
     const campaign = await createCampaign(h.t);
     const op = await send(h.t, campaign.id, {});
     await h.step(); // start
-    h.queue.passSends = 1; // the delivery chunk is enqueued, the next fan-out page is not
-    h.queue.failNextSends = 1;
-    const crashed = await h.step();
+    const crashed = await h.step(); // fan-out: 500 deliveries created already sent, then the position update dies
+    expect(crashes.left).toBe(0);
     expect(crashed.retryMessages).toHaveLength(1);
+    expect((await operationOf(h.t, op.id)).progress).toEqual({ total: 500, delivered: 500, failed: 0 });
     await h.drain();
-    expect(await allDeliveries(h.t, campaign.id)).toHaveLength(1_200);
-    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 1_200, delivered: 1_200 } });
+
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries).toHaveLength(1_200);
+    expect(new Set(deliveries.map((d) => d.subscriber_id))).toEqual(new Set(ids));
+    expect(deliveries.every((d) => d.status === "sent" && d.attempts === 1 && d.provider_message_id === `sandbox_${d.id}`)).toBe(true);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 1_200, delivered: 1_200, failed: 0 } });
   });
 
-  it("duplicate messages never count a delivery twice", async () => {
-    const h = await harness("test");
-    await seedSubscribers(h.t.workspace.id, 40);
+  it("a fan-out message that dies in its third window resumes from the second window's end, counting none twice", async () => {
+    const { db, crashes } = crashingD1("SET fanout_cursor", 2);
+    const h = await harness("test", { DB: db });
+    const audience = FANOUT_WINDOW * FANOUT_WINDOWS_PER_MESSAGE + 500;
+    const ids = await seedSubscribers(h.t.workspace.id, audience);
     const campaign = await createCampaign(h.t);
     const op = await send(h.t, campaign.id, {});
+    await h.step(); // start
+    const crashed = await h.step(); // windows 1 and 2 committed; window 3's rows written, its position update dies
+    expect(crashes.left).toBe(0);
+    expect(crashed.retryMessages).toHaveLength(1);
+    expect((await operationOf(h.t, op.id)).progress).toEqual({ total: 3 * FANOUT_WINDOW, delivered: 3 * FANOUT_WINDOW, failed: 0 });
+    await h.drain();
+
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries).toHaveLength(audience);
+    expect(new Set(deliveries.map((d) => d.subscriber_id))).toEqual(new Set(ids));
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: audience, delivered: audience, failed: 0 } });
+  });
+
+  // A fan-out message works through FANOUT_WINDOWS_PER_MESSAGE windows, then enqueues the next
+  // message. Sandbox enqueues nothing else; resend first enqueues each window's delivery chunks
+  // (one sendBatch per window).
+  const pastOneMessage = FANOUT_WINDOW * FANOUT_WINDOWS_PER_MESSAGE + 500;
+  it.each([
+    { integration: "sandbox", mode: "test", sendsBefore: 0 },
+    { integration: "resend", mode: "live", sendsBefore: FANOUT_WINDOWS_PER_MESSAGE },
+  ] as const)(
+    "a $integration fan-out that dies after moving its position and before enqueueing the next message resumes on redelivery",
+    async ({ integration, mode, sendsBefore }) => {
+      const h = await harness(mode);
+      resendAlwaysOk();
+      await seedSubscribers(h.t.workspace.id, pastOneMessage);
+      const campaign = await createCampaign(h.t);
+      const op = await send(h.t, campaign.id, { integration_slug: integration });
+      await h.step(); // start
+      h.queue.passSends = sendsBefore;
+      h.queue.failNextSends = 1;
+      const crashed = await h.step();
+      expect(crashed.retryMessages).toHaveLength(1);
+      expect((await operationOf(h.t, op.id)).progress.total).toBe(FANOUT_WINDOW * FANOUT_WINDOWS_PER_MESSAGE);
+      await h.drain();
+      const deliveries = await allDeliveries(h.t, campaign.id);
+      expect(deliveries).toHaveLength(pastOneMessage);
+      expect(new Set(deliveries.map((d) => d.subscriber_id)).size).toBe(pastOneMessage);
+      expect(await operationOf(h.t, op.id)).toMatchObject({
+        status: "succeeded",
+        progress: { total: pastOneMessage, delivered: pastOneMessage },
+      });
+    },
+  );
+
+  it.each([
+    { integration: "sandbox", mode: "test" },
+    { integration: "resend", mode: "live" },
+  ] as const)("duplicate messages never create or count a $integration delivery twice", async ({ integration, mode }) => {
+    const h = await harness(mode);
+    const fetchSpy = resendAlwaysOk();
+    await seedSubscribers(h.t.workspace.id, 40);
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: integration });
     // Every message delivered twice, as at-least-once delivery allows.
     for (let i = 0; i < 20 && h.queue.messages.length > 0; i++) {
       h.queue.messages = h.queue.messages.flatMap((m) => [m, { ...m }]);
       await h.step();
     }
     await h.drain();
-    expect(await allDeliveries(h.t, campaign.id)).toHaveLength(40);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries).toHaveLength(40);
+    expect(new Set(deliveries.map((d) => d.subscriber_id)).size).toBe(40);
+    // Resend may be asked twice for one delivery, always under that delivery's idempotency key.
+    if (integration === "resend") expect(new Set(resendCalls(fetchSpy).map((c) => c.key))).toEqual(new Set(deliveries.map((d) => d.id)));
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 40, delivered: 40, failed: 0 } });
   });
 });
@@ -419,10 +500,11 @@ describe("scheduling and the sweeper", () => {
   });
 
   it("re-enqueues a fan-out or delivery whose message was lost, once it has made no progress for a while", async () => {
-    const h = await harness("test");
+    const h = await harness("live");
+    resendAlwaysOk();
     await seedSubscribers(h.t.workspace.id, 10);
     const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, {});
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
     await h.step(); // start
     h.queue.messages = []; // the fan-out message is lost
     const sweepAt = (time: number) =>
@@ -431,7 +513,7 @@ describe("scheduling and the sweeper", () => {
     expect(h.queue.messages).toEqual([]); // not stalled yet
     await sweepAt(Date.now() + 3 * 60_000);
     expect(h.queue.messages.map((m) => m.body)).toEqual([{ type: "fanout", operation_id: op.id, after: null }]);
-    await h.step(); // fan-out: deliveries created, fan-out done
+    await h.step(); // fan-out: deliveries created (queued), fan-out done
     h.queue.messages = []; // the delivery message is lost
     expect((await operationOf(h.t, op.id)).status).toBe("running");
     await sweepAt(Date.now() + 3 * 60_000);

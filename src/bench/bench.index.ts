@@ -3,6 +3,7 @@ import { cursorCodec } from "../lib/cursor";
 import { newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { FANOUT_WINDOW } from "../sending/pipeline";
+import { sandboxIntegration } from "../sending/integrations/sandbox";
 import { deliveryInsertStatements } from "../sending/send.repository";
 import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.statements";
 
@@ -93,7 +94,8 @@ bench.get("/cursor", async (c) => {
 /**
  * The storage floor of a send's fan-out: every active subscriber of the workspace gets a delivery row
  * for `campaign_id`, read and written in windows of FANOUT_WINDOW with the pipeline's own statements
- * (the page read, then the batched INSERT … SELECT FROM json_each and the operation's running total).
+ * (the page read, then the batched INSERT … SELECT FROM json_each and the operation's counters), each
+ * row created already sent, as a sandbox send creates it.
  */
 bench.post("/raw/fanout", async (c) => {
   const { workspace_id: workspaceId, campaign_id: campaignId } = await c.req.json<{ workspace_id: string; campaign_id: string }>();
@@ -118,8 +120,14 @@ bench.post("/raw/fanout", async (c) => {
     statements++;
     if (results.length === 0) break;
     const now = Date.now();
-    const rows = JSON.stringify(results.map((r) => ({ id: newId("delivery", now), s: r.id, e: r.email })));
-    await c.env.DB.batch(deliveryInsertStatements(c.env.DB, { json: rows, workspaceId, campaignId, operationId, now }));
+    // The rows a sandbox send writes: created already sent, with the sandbox's message id.
+    const rows = JSON.stringify(
+      results.map((r) => {
+        const id = newId("delivery", now);
+        return { id, s: r.id, e: r.email, p: sandboxIntegration.settleAtCreation?.(id) };
+      }),
+    );
+    await c.env.DB.batch(deliveryInsertStatements(c.env.DB, { json: rows, settled: true, workspaceId, campaignId, operationId, now }));
     statements += 2;
     recipients += results.length;
     after = results.at(-1)?.id ?? after;

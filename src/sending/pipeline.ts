@@ -10,13 +10,20 @@ import {
   loadOperationState,
   markOperationRunning,
   type MessageContext,
+  type OperationState,
   queuedDeliveriesInRange,
   recipientWindow,
   recordDeliveryResults,
 } from "./send.repository";
 
-/** Active subscribers scanned per fan-out message (matching or not). */
+/** Active subscribers scanned per fan-out window (matching or not): one read, one batched insert. */
 export const FANOUT_WINDOW = 500;
+/**
+ * Windows one fan-out message works through before enqueueing the next: fewer queue hops and
+ * operation reads per recipient, while a message still does a small, bounded amount of work
+ * (about 10 D1 calls and well under a second).
+ */
+export const FANOUT_WINDOWS_PER_MESSAGE = 4;
 /** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */
 export const MAX_DELIVERY_ATTEMPTS = 5;
 const FALLBACK_CHUNK = 25;
@@ -66,6 +73,12 @@ const start = async (deps: StepDeps, operationId: string): Promise<StepResult> =
   await send(deps, [{ type: "fanout", operation_id: op.id, after: null }]);
 };
 
+/**
+ * Works through up to FANOUT_WINDOWS_PER_MESSAGE windows from `after`, each committed on its own
+ * (deliveries, then the position), and hands the rest to the next message. Every window is a
+ * bounded unit of work, so a message that dies part-way has lost nothing: its redelivery resumes
+ * from the last committed position.
+ */
 const fanout = async (deps: StepDeps, operationId: string, after: string | null, attempt: Attempt): Promise<StepResult> => {
   const op = await loadOperationState(deps.d1, operationId);
   if (!op || op.status !== "running" || op.fanoutDone) return;
@@ -75,23 +88,45 @@ const fanout = async (deps: StepDeps, operationId: string, after: string | null,
     if (attempt.attempts > 1) await send(deps, [{ type: "fanout", operation_id: op.id, after: op.fanoutCursor }]);
     return;
   }
+  const integration = integrationFor(deps, op.deliveryIntegration);
+  let position = after;
+  for (let i = 0; i < FANOUT_WINDOWS_PER_MESSAGE; i++) {
+    const window = await fanoutWindow(deps, op, integration, position, attempt);
+    // Not advanced: a duplicate of this message got there first and carries on from there.
+    if (!window.advanced || window.done) return;
+    position = window.last;
+  }
+  await send(deps, [{ type: "fanout", operation_id: op.id, after: position }]);
+};
+
+/** One window: the deliveries of the next FANOUT_WINDOW active subscribers after `after`, then the position. */
+const fanoutWindow = async (
+  deps: StepDeps,
+  op: OperationState,
+  integration: Integration | undefined,
+  after: string | null,
+  attempt: Attempt,
+): Promise<{ advanced: boolean; done: boolean; last: string | null }> => {
   const window = await recipientWindow(deps.d1, op, after, FANOUT_WINDOW);
   const done = window.length < FANOUT_WINDOW;
   const last = window.at(-1)?.id ?? after;
   const now = deps.now();
   const matched = window.filter((c) => c.matches);
+  const settle = integration?.settleAtCreation;
   await createDeliveries(
     deps.d1,
     op,
     matched.map((c) => ({ id: newId("delivery", now), subscriberId: c.id, email: c.email })),
     now,
+    settle,
   );
 
   // Delivery work is enqueued before the position moves: if this invocation dies in between, the
-  // redelivered message redoes this page and enqueues it again, so no delivery is left without work.
-  // A redelivery enqueues even when nothing matches now, in case an earlier try created rows.
-  if (matched.length > 0 || attempt.attempts > 1) {
-    const chunk = integrationFor(deps, op.deliveryIntegration)?.chunkSize ?? FALLBACK_CHUNK;
+  // redelivered message redoes this window and enqueues it again, so no delivery is left without
+  // work. A redelivery enqueues even when nothing matches now, in case an earlier try created rows.
+  // Deliveries settled at creation need no work.
+  if (!settle && (matched.length > 0 || attempt.attempts > 1)) {
+    const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
     const bounds: (string | null)[] = [];
     for (let i = chunk - 1; i < matched.length - 1; i += chunk) bounds.push(matched[i]?.id ?? null);
     bounds.push(done ? null : last);
@@ -105,7 +140,7 @@ const fanout = async (deps: StepDeps, operationId: string, after: string | null,
   }
 
   const advanced = await advanceFanout(deps.d1, op, after, last, done, deps.now());
-  if (advanced && !done) await send(deps, [{ type: "fanout", operation_id: op.id, after: last }]);
+  return { advanced, done, last };
 };
 
 const formatFrom = (context: MessageContext) =>

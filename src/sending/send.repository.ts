@@ -184,32 +184,55 @@ export const recipientWindow = async (
 
 export type NewDelivery = { id: string; subscriberId: string; email: string };
 
-/** One delivery per (campaign, subscriber): a row that exists already is left alone and not counted. */
-export const createDeliveries = async (d1: D1Database, op: OperationState, rows: NewDelivery[], now: number) => {
+/**
+ * One delivery per (campaign, subscriber): a row that exists already is left alone and not counted.
+ * With `settle` (an integration's `settleAtCreation`), the rows are created already sent.
+ */
+export const createDeliveries = async (
+  d1: D1Database,
+  op: OperationState,
+  rows: NewDelivery[],
+  now: number,
+  settle?: (deliveryId: string) => string,
+) => {
   if (rows.length === 0) return;
-  const json = JSON.stringify(rows.map((r) => ({ id: r.id, s: r.subscriberId, e: r.email })));
-  await d1.batch(deliveryInsertStatements(d1, { json, workspaceId: op.workspaceId, campaignId: op.campaignId, operationId: op.id, now }));
+  const json = JSON.stringify(rows.map((r) => ({ id: r.id, s: r.subscriberId, e: r.email, p: settle?.(r.id) })));
+  await d1.batch(
+    deliveryInsertStatements(d1, {
+      json,
+      settled: settle !== undefined,
+      workspaceId: op.workspaceId,
+      campaignId: op.campaignId,
+      operationId: op.id,
+      now,
+    }),
+  );
 };
 
 /**
- * The insert of a page of deliveries (bound as one JSON array of `{id, s: subscriber id, e: email}`)
- * and the operation's running total, raised by exactly the rows inserted. Run as one batch.
+ * The insert of a page of deliveries, bound as one JSON array of `{id, s: subscriber id, e: email,
+ * p?: provider message id}`, and the operation's counters raised by exactly the rows inserted; run
+ * as one batch. `settled` pages (every row with its `p`) are created `sent` after one attempt and
+ * also count as delivered; the others are created `queued`.
  */
 export const deliveryInsertStatements = (
   d1: D1Database,
-  page: { json: string; workspaceId: string; campaignId: string; operationId: string; now: number },
+  page: { json: string; settled: boolean; workspaceId: string; campaignId: string; operationId: string; now: number },
 ): [D1PreparedStatement, D1PreparedStatement] => [
   d1
     .prepare(
       `INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts,
                                provider_message_id, error, created_at, updated_at)
        SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
-              'queued', 0, NULL, NULL, ?5, ?5
+              CASE ?6 WHEN 1 THEN 'sent' ELSE 'queued' END, ?6, CASE ?6 WHEN 1 THEN json_extract(value, '$.p') END,
+              NULL, ?5, ?5
          FROM json_each(?1) WHERE true
        ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
     )
-    .bind(page.json, page.workspaceId, page.campaignId, page.operationId, page.now),
-  d1.prepare(`UPDATE operations SET total = total + changes(), updated_at = ?2 WHERE id = ?1`).bind(page.operationId, page.now),
+    .bind(page.json, page.workspaceId, page.campaignId, page.operationId, page.now, page.settled ? 1 : 0),
+  d1
+    .prepare(`UPDATE operations SET total = total + changes(), delivered = delivered + ?3 * changes(), updated_at = ?2 WHERE id = ?1`)
+    .bind(page.operationId, page.now, page.settled ? 1 : 0),
 ];
 
 /**

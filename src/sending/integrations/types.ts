@@ -24,5 +24,11 @@ export interface Integration {
   readonly chunkSize: number;
   /** Provider calls in flight at once within a chunk. */
   readonly concurrency: number;
+  /**
+   * Set only by an integration whose hand-over involves no I/O and cannot fail (sandbox): the
+   * outcome is known before the delivery exists, so the fan-out creates each delivery already
+   * `sent`, with the provider message id this returns, in the very statement that creates it.
+   */
+  readonly settleAtCreation?: (deliveryId: string) => string;
   send(email: OutboundEmail): Promise<SendOutcome>;
 }
