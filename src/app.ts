@@ -6,6 +6,7 @@ import { adminRouter, operatorAuth } from "./admin/admin.index";
 import { campaignsRouter } from "./campaigns/campaigns.index";
 import { benchRoutes } from "./bench/bench.index";
 import { ApiError } from "./errors/api-error";
+import { requestIdHeader } from "./errors/openapi";
 import { renderError } from "./errors/render";
 import { createRouter } from "./lib/create-app";
 import { authenticate, rateLimit } from "./middleware/auth";
@@ -22,6 +23,8 @@ const withoutVersion = (request: Request) => {
   if (path === "/v1") return "/";
   return path.startsWith("/v1/") ? path.slice(3) : path;
 };
+
+const SCALAR_CDN = "https://cdn.jsdelivr.net/npm/@scalar/api-reference@1.72.1";
 
 export const resourceRouters = [
   workspacesRouter,
@@ -45,9 +48,11 @@ export const createApp = () => {
       path: "/health",
       tags: ["Utility"],
       summary: "Liveness check",
+      operationId: "health",
       responses: {
         200: {
           description: "The service is up",
+          headers: requestIdHeader,
           content: { "application/json": { schema: z.object({ status: z.literal("ok") }) } },
         },
       },
@@ -59,8 +64,9 @@ export const createApp = () => {
   app.use("/admin/*", operatorAuth, jsonBody);
   app.route("/", adminRouter);
 
-  // "/workspaces/*" also matches "/workspaces" itself.
-  app.use("/workspaces/*", authenticate, rateLimit, jsonBody);
+  // "/workspaces/*" also matches "/workspaces" itself. Each route's own chain (src/lib/route.ts)
+  // goes on with scope, workspace access and the body gate.
+  app.use("/workspaces/*", authenticate, rateLimit);
   for (const router of resourceRouters) app.route("/", router);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
@@ -83,15 +89,18 @@ export const createApp = () => {
     },
     servers: [{ url: `${new URL(c.req.url).origin}/v1` }],
   }));
-  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Newsletter Service API" }));
+  // The reference's script comes from a CDN at a pinned version, so an upstream release cannot change the page.
+  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Newsletter Service API", cdn: SCALAR_CDN }));
 
   const allowed = allowedMethods(app.routes);
   // Rendered here rather than thrown: Hono's not-found hook runs outside the middleware chain's error handling.
   app.notFound((c) => {
     const methods = allowed(c.req.path);
     const error = methods
-      ? new ApiError("method_not_allowed", `${c.req.method} is not allowed on ${c.req.path}`, { headers: { Allow: methods } })
-      : new ApiError("not_found", `No route for ${c.req.method} ${c.req.path}`);
+      ? new ApiError("method_not_allowed", `${c.req.method} is not allowed on ${new URL(c.req.url).pathname}`, {
+          headers: { Allow: methods },
+        })
+      : new ApiError("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`);
     return renderError(c, error);
   });
   app.onError((err, c) => renderError(c, fromFrameworkError(err)));

@@ -77,6 +77,26 @@ describe("scopes", () => {
   });
 });
 
+describe("the order of checks", () => {
+  it("answers scope and workspace access before looking at the body", async () => {
+    const ws = await createWorkspace();
+    const elsewhere = await createWorkspace("Elsewhere");
+    const reader = await createCredential([ws.id], { scopes: ["subscribers:read"] });
+    const outsider = await createCredential([elsewhere.id]);
+    const path = `/v1/workspaces/${ws.id}/subscribers`;
+    const bodies = [
+      { raw: "[]", headers: { "content-type": "application/json" } },
+      { raw: "email=a@example.com", headers: { "content-type": "text/plain" } },
+      { raw: JSON.stringify({ email: "a@example.com", name: "x".repeat(70 * 1024) }), headers: { "content-type": "application/json" } },
+    ];
+    for (const body of bodies) {
+      expectError(await call("POST", path, { token: reader.token, ...body }), 403, "insufficient_scope");
+      expectError(await call("POST", path, { token: outsider.token, ...body }), 404, "not_found", "workspace_id");
+      expectError(await call("POST", path, { token: null, ...body }), 401, "missing_credential");
+    }
+  });
+});
+
 describe("rate limiting", () => {
   it("answers 429 rate_limited with Retry-After once a credential exceeds its limit, per credential", async () => {
     // The test configuration sets the per-credential limit to 300 requests per 60 s.

@@ -8,6 +8,7 @@ describe("one error shape everywhere", () => {
       const res = await call("GET", path);
       expectError(res, 404, "not_found");
       expect(res.body.error.type).toBe("invalid_request_error");
+      expect(res.body.error.message).toBe(`No route for GET ${path}`);
     }
     const t = await tenant();
     expectError(await t.call("GET", `${t.ws}/nothing-here`), 404, "not_found");
@@ -45,7 +46,13 @@ describe("one error shape everywhere", () => {
 
   it("answers a body that is not JSON with 415 unsupported_media_type", async () => {
     const t = await tenant();
-    const variants: Record<string, string>[] = [{ "content-type": "text/plain" }, { "content-type": "application/x-www-form-urlencoded" }, {}];
+    const variants: Record<string, string>[] = [
+      { "content-type": "text/plain" },
+      { "content-type": "application/x-www-form-urlencoded" },
+      { "content-type": "application/vnd.api+json" },
+      { "content-type": "application/merge-patch+json" },
+      {},
+    ];
     for (const headers of variants) {
       const res = await t.call("POST", `${t.ws}/subscribers`, { raw: "email=a@example.com", headers });
       expectError(res, 415, "unsupported_media_type");
@@ -122,10 +129,30 @@ describe("utility routes", () => {
     expect(list.parameters).not.toContainEqual(expect.objectContaining({ name: "Idempotency-Key" }));
   });
 
+  it("names every operation and documents the headers clients read", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const operations = Object.values(doc.paths as Record<string, Record<string, any>>).flatMap((item) => Object.values(item));
+    const ids = operations.map((op) => op.operationId);
+    expect(ids.every((id) => typeof id === "string" && /^[a-z][A-Za-z]+$/.test(id)), ids.join(", ")).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual(expect.arrayContaining(["listSubscribers", "sendCampaign", "listCampaignDeliveries", "createCredential"]));
+    for (const op of operations) {
+      for (const response of Object.values(op.responses as Record<string, any>)) expect(response.headers).toHaveProperty("Request-Id");
+    }
+    const create = doc.paths["/workspaces/{workspace_id}/subscribers"].post;
+    expect(create.responses["201"].headers).toHaveProperty("Idempotent-Replayed");
+    expect(create.responses["401"].headers).toHaveProperty("WWW-Authenticate");
+    expect(create.responses["429"].headers).toHaveProperty("Retry-After");
+    const operator = doc.paths["/admin/credentials"].post;
+    expect(Object.keys(operator.responses).sort()).toEqual(["201", "400", "401", "404", "413", "415", "500"]);
+  });
+
   it("serves an interactive reference at /docs", async () => {
     const res = await call("GET", "/docs");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/text\/html/);
     expect(res.text).toContain("/openapi.json");
+    // The reference's script is pinned to one version.
+    expect(res.text).toMatch(/@scalar\/api-reference@\d+\.\d+\.\d+/);
   });
 });

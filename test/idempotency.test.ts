@@ -95,6 +95,8 @@ describe("Idempotency-Key", () => {
     expectError(await post("k".repeat(7), "a@example.com"), 400, "validation_failed", "Idempotency-Key");
     expectError(await post("k".repeat(256), "b@example.com"), 400, "validation_failed", "Idempotency-Key");
     expectError(await post("", "c@example.com"), 400, "validation_failed", "Idempotency-Key");
+    const short = await post("k".repeat(7), "a@example.com");
+    expect(short.body.error.details).toEqual([{ param: "Idempotency-Key", message: "Idempotency-Key must be at least 8 characters" }]);
     expect(await countSubscribers(t.workspace.id)).toBe(0);
 
     const eight = await post("k".repeat(8), "d@example.com");

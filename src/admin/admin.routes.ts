@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
-import { readErrorResponses } from "../errors/openapi";
-import { routeName } from "../lib/route";
+import { operatorErrorResponses, operatorWriteErrorResponses, requestIdHeader } from "../errors/openapi";
+import { operationIdOf, routeName } from "../lib/route";
 import { dataEnvelope } from "../lib/schemas";
 import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
 import { CreateCredentialBody, CreateWorkspaceBody, CredentialParams, CredentialSchema } from "./admin.schemas";
@@ -14,12 +14,17 @@ export const createWorkspaceRoute = createRoute({
   middleware: [routeName("post", "/admin/workspaces")] as const,
   tags: ["Operator"],
   summary: "Create a workspace",
+  operationId: operationIdOf("Create a workspace"),
   description,
   security,
   request: { body: { required: true, content: { "application/json": { schema: CreateWorkspaceBody } } } },
   responses: {
-    ...readErrorResponses,
-    201: { description: "The workspace", content: { "application/json": { schema: dataEnvelope(WorkspaceSchema) } } },
+    ...operatorWriteErrorResponses,
+    201: {
+      description: "The workspace",
+      headers: requestIdHeader,
+      content: { "application/json": { schema: dataEnvelope(WorkspaceSchema) } },
+    },
   },
 });
 
@@ -29,12 +34,17 @@ export const createCredentialRoute = createRoute({
   middleware: [routeName("post", "/admin/credentials")] as const,
   tags: ["Operator"],
   summary: "Create a credential",
+  operationId: operationIdOf("Create a credential"),
   description: `${description} The token is in this response only; store it.`,
   security,
   request: { body: { required: true, content: { "application/json": { schema: CreateCredentialBody } } } },
   responses: {
-    ...readErrorResponses,
-    201: { description: "The credential and its token", content: { "application/json": { schema: dataEnvelope(CredentialSchema) } } },
+    ...operatorWriteErrorResponses,
+    201: {
+      description: "The credential and its token",
+      headers: requestIdHeader,
+      content: { "application/json": { schema: dataEnvelope(CredentialSchema) } },
+    },
   },
 });
 
@@ -44,11 +54,16 @@ export const revokeCredentialRoute = createRoute({
   middleware: [routeName("delete", "/admin/credentials/{credential_id}")] as const,
   tags: ["Operator"],
   summary: "Revoke a credential",
+  operationId: operationIdOf("Revoke a credential"),
   description: `${description} Revoked tokens answer 401 invalid_credential (other Cloudflare locations may take up to 60 s to notice).`,
   security,
   request: { params: CredentialParams },
   responses: {
-    ...readErrorResponses,
-    200: { description: "The revoked credential", content: { "application/json": { schema: dataEnvelope(CredentialSchema) } } },
+    ...operatorErrorResponses,
+    200: {
+      description: "The revoked credential",
+      headers: requestIdHeader,
+      content: { "application/json": { schema: dataEnvelope(CredentialSchema) } },
+    },
   },
 });

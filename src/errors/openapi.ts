@@ -16,24 +16,62 @@ export const ErrorSchema = z
   })
   .openapi("Error");
 
-const json = (description: string) => ({ description, content: { "application/json": { schema: ErrorSchema } } });
+type HeaderObject = { description: string; schema: { type: "string" | "integer" } };
+
+/** On every response, success or error. */
+export const requestIdHeader: Record<string, HeaderObject> = {
+  "Request-Id": { description: "This request's id (`req_…`), equal to `error.request_id` on errors.", schema: { type: "string" } },
+};
+
+/** On every response of a route that takes `Idempotency-Key`, when the answer is a replay. */
+export const replayedHeader: Record<string, HeaderObject> = {
+  "Idempotent-Replayed": {
+    description: "`true` when this is the stored response of an earlier request with the same Idempotency-Key.",
+    schema: { type: "string" },
+  },
+};
+
+const json = (description: string, headers: Record<string, HeaderObject> = {}) => ({
+  description,
+  headers: { ...requestIdHeader, ...headers },
+  content: { "application/json": { schema: ErrorSchema } },
+});
+
+const unauthorized = json("missing_credential or invalid_credential", {
+  "WWW-Authenticate": { description: "The bearer challenge.", schema: { type: "string" } },
+});
+
+const body = {
+  413: json("payload_too_large: body over 64 KiB"),
+  415: json("unsupported_media_type: body is not application/json"),
+} as const;
 
 /** Errors any authenticated route can answer with. */
 const common = {
   400: json("validation_failed, invalid_json (and route-specific 400 codes)"),
-  401: json("missing_credential or invalid_credential"),
+  401: unauthorized,
   403: json("insufficient_scope"),
   404: json("not_found"),
-  429: json("rate_limited (see Retry-After)"),
+  429: json("rate_limited", {
+    "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
+  }),
   500: json("internal_error"),
 } as const;
 
 const writes = {
+  ...body,
   409: json("conflict: see the route's description for the codes"),
-  413: json("payload_too_large: body over 64 KiB"),
-  415: json("unsupported_media_type: body is not application/json"),
   422: json("idempotency_key_reused"),
 } as const;
 
 export const readErrorResponses = common;
 export const writeErrorResponses = { ...common, ...writes };
+
+/** The operator API: no scopes, workspaces or rate limit; 404 also when ADMIN_TOKEN is unset. */
+export const operatorErrorResponses = {
+  400: common[400],
+  401: unauthorized,
+  404: json("not_found (also every operator route when ADMIN_TOKEN is not configured)"),
+  500: common[500],
+} as const;
+export const operatorWriteErrorResponses = { ...operatorErrorResponses, ...body };

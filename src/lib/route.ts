@@ -1,9 +1,10 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
-import { readErrorResponses, writeErrorResponses } from "../errors/openapi";
+import { readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
 import { requireScope, workspaceAccess } from "../middleware/auth";
 import { IdempotencyHeaders, idempotency } from "../middleware/idempotency";
+import { jsonBody } from "../middleware/request-context";
 import type { AppEnv, Scope } from "./types";
 
 type ApiRouteConfig = Omit<RouteConfig, "middleware" | "security"> & {
@@ -22,8 +23,9 @@ export const routeName = (method: string, path: string) =>
 
 /**
  * Every authenticated route is declared through here, so each one gets the same guard chain
- * (scope → workspace access → idempotency → validators → handler), the bearer security
- * requirement and the error responses in its OpenAPI description.
+ * (after the credential and rate limit: scope → workspace access → body gate → idempotency →
+ * validators → handler), the bearer security requirement, an operationId, and the error responses
+ * and headers in its OpenAPI description.
  */
 export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
   const { scope, idempotent, ...route } = config;
@@ -31,14 +33,35 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
     routeName(route.method, route.path),
     requireScope(scope),
     ...(route.path.includes("{workspace_id}") ? [workspaceAccess] : []),
+    ...(route.request?.body ? [jsonBody] : []),
     ...(idempotent ? [idempotency] : []),
   ];
+  const errors = idempotent ? writeErrorResponses : readErrorResponses;
+  const responses = Object.fromEntries(
+    Object.entries({ ...errors, ...route.responses }).map(([status, response]) => [
+      status,
+      "$ref" in response
+        ? response
+        : { ...response, headers: { ...requestIdHeader, ...(idempotent && replayedHeader), ...response.headers } },
+    ]),
+  );
   return createRoute({
     ...route,
+    operationId: route.operationId ?? operationIdOf(route.summary),
     description: `${route.description ?? ""}\n\nRequires scope \`${scope}\`.`.trim(),
     security: [{ bearerAuth: [] }],
     middleware,
     request: idempotent ? { ...route.request, headers: IdempotencyHeaders } : route.request,
-    responses: { ...(idempotent ? writeErrorResponses : readErrorResponses), ...route.responses },
+    responses,
   }) as unknown as Omit<R, "scope" | "idempotent"> & { middleware: MiddlewareHandler<AppEnv>[] };
+};
+
+/** "List a campaign's deliveries" → "listCampaignDeliveries": stable names for generated clients. */
+export const operationIdOf = (summary: string | undefined) => {
+  if (!summary) return undefined;
+  const words = summary
+    .replace(/'s\b/g, "")
+    .split(/[^A-Za-z0-9]+/)
+    .filter((w) => w && !["a", "an", "the"].includes(w.toLowerCase()));
+  return words.map((w, i) => (i === 0 ? w.toLowerCase() : w[0]?.toUpperCase() + w.slice(1).toLowerCase())).join("");
 };

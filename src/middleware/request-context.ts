@@ -51,11 +51,12 @@ const lazyCursors = (secret: string | undefined): ReturnType<typeof cursorCodec>
 };
 
 const MAX_BODY_BYTES = 64 * 1024;
-const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;.*)?$/i;
+/** `application/json`, with parameters (charset) allowed; not other `+json` types. */
+const JSON_TYPE = /^application\/json\s*(?:;.*)?$/i;
 
 /**
- * Reads and checks a request body once, before routing: size (413), media type (415) and JSON
- * syntax (400 invalid_json). The decoded text goes into Hono's body cache, which its JSON validator
+ * Reads and checks a request body once, before the route's validators: size (413), media type (415)
+ * and JSON syntax (400 invalid_json). The decoded text goes into Hono's body cache, which its JSON validator
  * reads (an empty body reads as `{}`, so a body-less POST sent with a JSON content type is fine); the
  * raw bytes stay cached for idempotency fingerprints.
  */
