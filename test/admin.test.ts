@@ -32,6 +32,31 @@ describe("operator API", () => {
     expectError(await admin("POST", "/admin/workspaces", { name: "x", extra: 1 }), 400, "validation_failed", "extra");
   });
 
+  it("rejects blank, ill-formed and control text in a workspace name", async () => {
+    for (const [name, message] of [
+      ["  ", "name must not be empty"],
+      ["Acme\ud800", "name must be well-formed Unicode text"],
+      ["Ac\u0000me", "name must not contain control characters"],
+      ["Acme\u007f", "name must not contain control characters"],
+    ]) {
+      const res = await admin("POST", "/admin/workspaces", { name });
+      expectError(res, 400, "validation_failed", "name");
+      expect(res.body.error.message).toBe(message);
+    }
+  });
+
+  it("stores a blank credential name as null", async () => {
+    const ws = await createWorkspace();
+    const res = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id], name: "   " });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data.name).toBeNull();
+    const control = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id], name: "ci\u001b" });
+    expectError(control, 400, "validation_failed", "name");
+    expect(control.body.error.message).toBe("name must not contain control characters");
+    const doc = (await call("GET", "/openapi.json")).body;
+    expect(doc.components.schemas.CreateCredentialRequest.properties.name.type).toEqual(["string", "null"]);
+  });
+
   it("creates a credential whose token is shown once and hashed at rest", async () => {
     const ws = await createWorkspace();
     const res = await admin("POST", "/admin/credentials", { mode: "live", workspace_ids: [ws.id], name: "server" });
@@ -72,7 +97,12 @@ describe("operator API", () => {
       "resource_missing",
       "workspace_ids[1]",
     );
-    expectError(await admin("DELETE", "/admin/credentials/cred_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 404, "not_found");
+    expectError(await admin("DELETE", "/admin/credentials/cred_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 404, "not_found", "credential_id");
+    const badWorkspace = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: ["ws_"] });
+    expectError(badWorkspace, 400, "validation_failed", "workspace_ids[0]");
+    expect(badWorkspace.body.error.message).toBe("workspace_ids[0] must be a workspace id: ws_ followed by 1 to 64 letters and digits");
+    const noScopes = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id], scopes: [] });
+    expect(noScopes.body.error.message).toBe("scopes must have at least 1 item");
     expectError(await admin("DELETE", "/admin/credentials/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 400, "validation_failed", "credential_id");
   });
 });

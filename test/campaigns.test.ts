@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, createCredential, expectError, tenant } from "./helpers";
-import { createCampaign, createNewsletter, createSegment } from "./send.fixtures";
+import { createCampaign, createNewsletter, createSegment, waitForOperation } from "./send.fixtures";
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -79,6 +79,50 @@ describe("campaigns", () => {
     expectError(await t.call("POST", `${t.ws}/campaigns`, { raw: "{", headers: { "content-type": "application/json" } }), 400, "invalid_json");
   });
 
+  it("stores a blank preheader as null, trims it, and types it as nullable", async () => {
+    const t = await tenant();
+    const nl = await createNewsletter(t);
+    const post = (body: Record<string, unknown>) => t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id: nl.id, ...body } });
+    const blank = await post({ preheader: "   " });
+    expect(blank.status, blank.text).toBe(201);
+    expect(blank.body.data.preheader).toBeNull();
+    expect((await t.call("GET", `${t.ws}/campaigns/${blank.body.data.id}`)).body.data.preheader).toBeNull();
+    expect((await post({ preheader: "" })).body.data.preheader).toBeNull();
+    expect((await post({ preheader: " Soon " })).body.data.preheader).toBe("Soon");
+    const doc = (await call("GET", "/openapi.json")).body;
+    expect(doc.components.schemas.CreateCampaignRequest.properties.preheader).toMatchObject({ type: ["string", "null"], maxLength: 255 });
+  });
+
+  it("rejects ill-formed and control text in every text field", async () => {
+    const t = await tenant();
+    const nl = await createNewsletter(t);
+    const post = (body: Record<string, unknown>) => t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id: nl.id, ...body } });
+    for (const [field, value, message] of [
+      ["subject", "Hi\ud800", "subject must be well-formed Unicode text"],
+      ["subject", "Hi\u0000", "subject must not contain control characters"],
+      ["preheader", "\u0008", "preheader must not contain control characters"],
+      ["newsletter_id", "nl_\u0000", "newsletter_id must not contain control characters"],
+      ["segment_id", "\udfff", "segment_id must be well-formed Unicode text"],
+    ] as const) {
+      const res = await post({ [field]: value });
+      expectError(res, 400, "validation_failed", field);
+      expect(res.body.error.message).toBe(message);
+      expect(res.body.error.details).toHaveLength(1);
+    }
+  });
+
+  it.each(["2030-06-30T23:59:60Z", "1893456000", "2030-02-30T00:00:00Z", ""])(
+    "reports only the format error for scheduled_at %j",
+    async (scheduledAt) => {
+      const t = await tenant();
+      const nl = await createNewsletter(t);
+      const res = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id: nl.id, scheduled_at: scheduledAt } });
+      expectError(res, 400, "validation_failed", "scheduled_at");
+      const message = "scheduled_at must be an ISO 8601 date-time with a time zone";
+      expect(res.body.error.details).toEqual([{ param: "scheduled_at", message }]);
+    },
+  );
+
   it("lists newest first, filtered by status, with cursors", async () => {
     const t = await tenant();
     const nl = await createNewsletter(t);
@@ -114,6 +158,12 @@ describe("campaigns", () => {
     expectError(await list("limit=abc"), 400, "validation_failed", "limit");
     expectError(await list("after=abc.def"), 400, "invalid_cursor", "after");
     expectError(await list("color=red"), 400, "validation_failed", "color");
+    const repeated = await list("status=draft&status=sent");
+    expectError(repeated, 400, "validation_failed", "status");
+    expect(repeated.body.error.message).toBe("status must be given once");
+    const loose = await list("limit=1e1");
+    expectError(loose, 400, "validation_failed", "limit");
+    expect(loose.body.error.message).toBe("limit must be an integer from 1 to 100");
     expect((await list("limit=100")).status).toBe(200);
   });
 
@@ -133,6 +183,46 @@ describe("campaigns", () => {
     expectError(await other.call("GET", `${other.ws}/campaigns/${campaign.id}`), 404, "not_found");
     expectError(await other.call("GET", `${t.ws}/campaigns`), 404, "not_found");
     expectError(await t.call("GET", `${t.ws}/campaigns/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 400, "validation_failed", "campaign_id");
+  });
+
+  it("names the path parameter of whatever does not exist, and says what a well-formed id is", async () => {
+    const t = await tenant();
+    const missingCampaign = "cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T";
+    expectError(await t.call("GET", `${t.ws}/campaigns/${missingCampaign}`), 404, "not_found", "campaign_id");
+    expectError(await t.call("GET", `${t.ws}/campaigns/${missingCampaign}/deliveries`), 404, "not_found", "campaign_id");
+    const op = await t.call("GET", `${t.ws}/operations/op_01JD6Q3Z6W9X8B4N2M5K7P1R3T`);
+    expectError(op, 404, "not_found", "operation_id");
+    expect(op.body.error.message).toBe("No such operation: op_01JD6Q3Z6W9X8B4N2M5K7P1R3T");
+
+    const wrongKind = await t.call("GET", `${t.ws}/operations/${missingCampaign}`);
+    expectError(wrongKind, 400, "validation_failed", "operation_id");
+    expect(wrongKind.body.error.message).toBe("operation_id must be an operation id: op_ followed by 1 to 64 letters and digits");
+    const empty = await t.call("GET", `${t.ws}/campaigns/cmp_`);
+    expect(empty.body.error.message).toBe("campaign_id must be a campaign id: cmp_ followed by 1 to 64 letters and digits");
+  });
+
+  it("sends with integration_slug null as if it were omitted; slugs stay exact; the document lists them", async () => {
+    const t = await tenant();
+    const nl = await createNewsletter(t);
+    const send = (id: string, body: Record<string, unknown>) => t.call("POST", `${t.ws}/campaigns/${id}/send`, { body });
+    for (const slug of ["Sandbox", " sandbox", "sandbox ", "smtp"]) {
+      const res = await send((await createCampaign(t, { newsletter_id: nl.id })).id, { integration_slug: slug });
+      expectError(res, 400, "unknown_integration", "integration_slug");
+    }
+    const control = await send((await createCampaign(t, { newsletter_id: nl.id })).id, { integration_slug: "sandbox\u0000" });
+    expectError(control, 400, "validation_failed", "integration_slug");
+    expect(control.body.error.message).toBe("integration_slug must not contain control characters");
+
+    const campaign = await createCampaign(t, { newsletter_id: nl.id });
+    const res = await send(campaign.id, { integration_slug: null });
+    expect(res.status, res.text).toBe(202);
+    expect(res.body.data).toMatchObject({ status: "queued", integration_slug: "sandbox", campaign_id: campaign.id });
+    expect((await waitForOperation(t, res.body.data.id)).status).toBe("succeeded");
+
+    const doc = (await call("GET", "/openapi.json")).body;
+    const slug = doc.components.schemas.SendCampaignRequest.properties.integration_slug;
+    expect(slug.enum).toEqual(["sandbox", "resend", null]);
+    expect(slug.type).toEqual(["string", "null"]);
   });
 
   it("describes every campaign, newsletter, segment, operation and delivery route in the OpenAPI document", async () => {

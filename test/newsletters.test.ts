@@ -61,6 +61,70 @@ describe("newsletters", () => {
     expectError(await t.call("GET", `${url}/nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 404, "not_found");
   });
 
+  it("stores a blank from_name or reply_to as null and types both as nullable", async () => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/newsletters`, {
+      body: { name: "N", from_email: " news@example.com ", from_name: "  ", reply_to: "" },
+    });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data).toMatchObject({ from_email: "news@example.com", from_name: null, reply_to: null });
+    expect((await t.call("GET", `${t.ws}/newsletters/${res.body.data.id}`)).body.data).toEqual(res.body.data);
+    const nulls = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "a@example.com", from_name: null, reply_to: null } });
+    expect(nulls.body.data).toMatchObject({ from_name: null, reply_to: null });
+    const trimmed = await t.call("POST", `${t.ws}/newsletters`, {
+      body: { name: "N", from_email: "a@example.com", from_name: " Acme ", reply_to: " help@example.com " },
+    });
+    expect(trimmed.body.data).toMatchObject({ from_name: "Acme", reply_to: "help@example.com" });
+    const blankName = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "   ", from_email: "a@example.com" } });
+    expect(blankName.body.error.message).toBe("name must not be empty");
+
+    const doc = (await call("GET", "/openapi.json")).body;
+    const props = doc.components.schemas.CreateNewsletterRequest.properties;
+    expect(props.reply_to).toMatchObject({ type: ["string", "null"], format: "email", maxLength: 254 });
+    expect(props.from_name).toMatchObject({ type: ["string", "null"], maxLength: 200 });
+    expect(props.from_email).toMatchObject({ type: "string", format: "email", maxLength: 254 });
+  });
+
+  it("validates from_email and reply_to with the same address rules as subscribers", async () => {
+    const t = await tenant();
+    const post = (body: Record<string, unknown>) => t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", ...body } });
+    expect((await post({ from_email: "news@localhost", reply_to: '"help desk"@example.com' })).status).toBe(201);
+    expect((await post({ from_email: "news@[192.168.0.1]" })).status).toBe(201);
+    for (const [field, value, message] of [
+      ["from_email", "ü@example.com", "from_email must contain ASCII characters only"],
+      ["from_email", "news@-example.com", "from_email must be a valid email address"],
+      ["reply_to", `${"l".repeat(65)}@example.com`, "reply_to must have at most 64 characters before the @"],
+      ["reply_to", "a@exämple.com", "reply_to must contain ASCII characters only"],
+      ["from_email", "   ", "from_email must not be empty"],
+    ] as const) {
+      const res = await post({ from_email: "ok@example.com", [field]: value });
+      expectError(res, 400, "validation_failed", field);
+      expect(res.body.error.message).toBe(message);
+    }
+  });
+
+  it("rejects ill-formed and control text", async () => {
+    const t = await tenant();
+    const post = (body: Record<string, unknown>) => t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "a@example.com", ...body } });
+    for (const [field, value, message] of [
+      ["name", "\ud83d", "name must be well-formed Unicode text"],
+      ["from_name", "Acme\u0000", "from_name must not contain control characters"],
+      ["from_name", "\u001f", "from_name must not contain control characters"],
+    ] as const) {
+      const res = await post({ [field]: value });
+      expectError(res, 400, "validation_failed", field);
+      expect(res.body.error.message).toBe(message);
+    }
+  });
+
+  it("names the path parameter of a newsletter that does not exist", async () => {
+    const t = await tenant();
+    const res = await t.call("GET", `${t.ws}/newsletters/nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T`);
+    expectError(res, 404, "not_found", "newsletter_id");
+    const bad = await t.call("GET", `${t.ws}/newsletters/nl_${"A".repeat(65)}`);
+    expect(bad.body.error.message).toBe("newsletter_id must be a newsletter id: nl_ followed by 1 to 64 letters and digits");
+  });
+
   it("needs campaigns:read to read and campaigns:write to create", async () => {
     const t = await tenant();
     const readOnly = await createCredential([t.workspace.id], { scopes: ["campaigns:read"] });

@@ -55,7 +55,8 @@ describe("POST /workspaces/{workspace_id}/subscribers", () => {
     [{ email: "a@example.com", name: "n".repeat(201) }, "name", "name must be at most 200 characters"],
     [{ email: "a@example.com", location: 5 }, "location", "location must be a string"],
     [{ email: "a@example.com", tags: "news" }, "tags", "tags must be an array"],
-    [{ email: "a@example.com", tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, "tags", "tags must have at most 50 items"],
+    [{ email: "a@example.com", tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, "tags", "tags must have at most 50 distinct tags"],
+    [{ email: "a@example.com", tags: Array.from({ length: 201 }, () => "same") }, "tags", "tags must have at most 200 items"],
     [{ email: "a@example.com", tags: ["ok", "x".repeat(41)] }, "tags[1]", "tags[1] must be at most 40 characters"],
     [{ email: "a@example.com", tags: ["   "] }, "tags[0]", "tags[0] must not be empty"],
     [{ email: "a@example.com", status: "subscribed" }, "status", "status must be one of: active, unsubscribed, bounced, pending"],
@@ -214,6 +215,22 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
     expect(res.body.pagination).toEqual({ has_more: false, next_cursor: null });
   });
 
+  it("accepts limit 1 and 100", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 2);
+    expect((await t.call("GET", `${t.ws}/subscribers?limit=1`)).body.data).toHaveLength(1);
+    expect((await t.call("GET", `${t.ws}/subscribers?limit=100`)).body.data).toHaveLength(2);
+  });
+
+  it("trims the tag and email filters as stored values are trimmed", async () => {
+    const t = await tenant();
+    const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: " f3@x.example ", tags: [" weekly "] } });
+    const found = [created.body.data.id];
+    expect(ids(await t.call("GET", `${t.ws}/subscribers?tag=%20weekly`))).toEqual(found);
+    expect(ids(await t.call("GET", `${t.ws}/subscribers?tag=weekly%20%20`))).toEqual(found);
+    expect(ids(await t.call("GET", `${t.ws}/subscribers?email=%20F3@x.example%20`))).toEqual(found);
+  });
+
   it("matches tags exactly", async () => {
     const t = await tenant();
     await t.call("POST", `${t.ws}/subscribers`, { body: { email: "a@example.com", tags: ["News"] } });
@@ -223,14 +240,31 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
   });
 
   it.each([
-    ["limit=0", "limit", "limit must be at least 1"],
-    ["limit=101", "limit", "limit must be at most 100"],
-    ["limit=abc", "limit", undefined],
-    ["limit=2.5", "limit", "limit must be an integer"],
+    ["limit=0", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=101", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=abc", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=2.5", "limit", "limit must be an integer from 1 to 100"],
     ["status=gone", "status", "status must be one of: active, unsubscribed, bounced, pending"],
     [`tag=${"t".repeat(41)}`, "tag", "tag must be at most 40 characters"],
     ["tag=", "tag", "tag must not be empty"],
     ["sort=asc", "sort", "sort is not a recognized parameter"],
+    // Only plain decimal digits: no exponent, hex, sign, spaces, leading zeros or empty value.
+    ["limit=1e1", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=0x10", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=%2010", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=10%20", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=010", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=%2B10", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=-1", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=99999999999999999999", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=", "limit", "limit must be an integer from 1 to 100"],
+    ["limit=1&limit=2", "limit", "limit must be given once"],
+    ["status=active&status=bounced", "status", "status must be given once"],
+    ["tag=a&tag=b", "tag", "tag must be given once"],
+    ["email=a@x.example&email=b@x.example", "email", "email must be given once"],
+    ["after=a&after=b", "after", "after must be given once"],
+    ["tag=%20%20", "tag", "tag must not be empty"],
+    [`email=${"e".repeat(255)}`, "email", "email must be at most 254 characters"],
   ])("rejects ?%s", async (query, param, message) => {
     const t = await tenant();
     const res = await t.call("GET", `${t.ws}/subscribers?${query}`);
@@ -269,5 +303,166 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
     expect((await a.call("GET", `${a.ws}/subscribers`)).body.data).toEqual([]);
     expectError(await a.call("GET", `${b.ws}/subscribers`), 404, "not_found");
     expectError(await a.call("POST", `${b.ws}/subscribers`, { body: { email: "x@example.com" } }), 404, "not_found");
+  });
+});
+
+describe("subscriber body rules", () => {
+  it("stores optional text that is blank after trimming as null, on create and on update", async () => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "x@y.co", name: "", location: "", source: "   " } });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data).toMatchObject({ name: null, location: null, source: null });
+    const path = `${t.ws}/subscribers/${res.body.data.id}`;
+    expect((await t.call("GET", path)).body.data).toMatchObject({ name: null, location: null, source: null });
+
+    await t.call("PATCH", path, { body: { name: "Ada", location: "Paris", source: "import" } });
+    const cleared = await t.call("PATCH", path, { body: { name: " ", location: "", source: "\t\n" } });
+    expect(cleared.status, cleared.text).toBe(200);
+    expect(cleared.body.data).toMatchObject({ name: null, location: null, source: null });
+    expect((await t.call("GET", path)).body.data).toMatchObject({ name: null, location: null, source: null });
+    // A required field still rejects blank.
+    const blankEmail = await t.call("PATCH", path, { body: { email: "  " } });
+    expectError(blankEmail, 400, "validation_failed", "email");
+    expect(blankEmail.body.error.message).toBe("email must not be empty");
+  });
+
+  it("types name, location and source as nullable in the OpenAPI document", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    for (const schema of ["CreateSubscriberRequest", "UpdateSubscriberRequest"]) {
+      for (const field of ["name", "location", "source"]) {
+        expect(doc.components.schemas[schema].properties[field].type, `${schema}.${field}`).toEqual(["string", "null"]);
+      }
+    }
+  });
+
+  it("limits tags to 50 distinct ones: repeats do not count, but the raw list is bounded", async () => {
+    const t = await tenant();
+    const fifty = Array.from({ length: 50 }, (_, i) => `t${i}`);
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "tags@example.com", tags: [...fifty, " t0 "] } });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data.tags).toEqual(fifty);
+    const patched = await t.call("PATCH", `${t.ws}/subscribers/${res.body.data.id}`, {
+      body: { tags: [...Array.from({ length: 150 }, () => "x"), ...fifty.slice(1)] },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.data.tags).toEqual(["x", ...fifty.slice(1)]);
+    const tooMany = await t.call("PATCH", `${t.ws}/subscribers/${res.body.data.id}`, { body: { tags: [...fifty, "t50"] } });
+    expectError(tooMany, 400, "validation_failed", "tags");
+    expect(tooMany.body.error.message).toBe("tags must have at most 50 distinct tags");
+    const doc = (await call("GET", "/openapi.json")).body;
+    expect(doc.components.schemas.CreateSubscriberRequest.properties.tags).toMatchObject({ maxItems: 200 });
+    expect(doc.components.schemas.CreateSubscriberRequest.properties.tags.description).toContain("At most 50 distinct tags");
+  });
+
+  it.each([
+    ["name", { name: "\ud800" }, "name must be well-formed Unicode text"],
+    ["name", { name: "a\udc00b" }, "name must be well-formed Unicode text"],
+    ["name", { name: "a\u0000b" }, "name must not contain control characters"],
+    ["name", { name: "\u000bAda" }, "name must not contain control characters"],
+    ["location", { location: "Paris\u007f" }, "location must not contain control characters"],
+    ["source", { source: "\u001b[31m" }, "source must not contain control characters"],
+    ["tags[1]", { tags: ["ok", "b\u0007"] }, "tags[1] must not contain control characters"],
+    ["email", { email: "a\u0000@example.com" }, "email must not contain control characters"],
+  ])("rejects ill-formed or control text in %s", async (param, fields, message) => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "ctl@example.com", ...fields } });
+    expectError(res, 400, "validation_failed", param);
+    expect(res.body.error.message).toBe(message);
+    expect(res.body.error.details).toEqual([{ param, message }]);
+    const sub = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "ok@example.com" } });
+    const patched = await t.call("PATCH", `${t.ws}/subscribers/${sub.body.data.id}`, { body: fields });
+    expectError(patched, 400, "validation_failed", param);
+    expect(patched.body.error.message).toBe(message);
+  });
+
+  it("keeps tabs, newlines and astral characters", async () => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "tab@example.com", name: "Ada\tL.\r\nB 😀", tags: ["🎉"] } });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data).toMatchObject({ name: "Ada\tL.\r\nB 😀", tags: ["🎉"] });
+  });
+});
+
+describe("subscriber email addresses", () => {
+  it.each([
+    "user+tag@example.com",
+    '"john doe"@example.com',
+    '"a\\"b"@example.com',
+    '"a@b"@example.com',
+    "a@localhost",
+    "a@[192.168.0.1]",
+    "a@[IPv6:2001:db8::1]",
+    "o'brien@example.co.uk",
+    "!#$%&'*+-/=?^_`{|}~@example.com",
+    "first.last@sub.example.com",
+    "x@xn--bcher-kva.example",
+    "x@a-b.example",
+    `${"l".repeat(64)}@example.com`,
+    `a@${"d".repeat(63)}.example`,
+  ])("accepts %s", async (email) => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { email } });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data.email).toBe(email);
+  });
+
+  const invalid = "email must be a valid email address";
+  it.each([
+    ["ü@example.com", "email must contain ASCII characters only"],
+    ["a@exämple.com", "email must contain ASCII characters only"],
+    [`${"l".repeat(65)}@example.com`, "email must have at most 64 characters before the @"],
+    [`${"l".repeat(60)}@${"d".repeat(63)}.${"d".repeat(63)}.${"d".repeat(63)}.com`, "email must be at most 254 characters"],
+    ["a@-example.com", invalid],
+    ["a@example-.com", invalid],
+    ["a@ex_ample.com", invalid],
+    [`a@${"d".repeat(64)}.example`, invalid],
+    ["a..b@example.com", invalid],
+    [".a@example.com", invalid],
+    ["a.@example.com", invalid],
+    ["a@example..com", invalid],
+    ["a@example.com.", invalid],
+    ["a@", invalid],
+    ["@example.com", invalid],
+    ["example.com", invalid],
+    ["a@b@example.com", invalid],
+    ["john doe@example.com", invalid],
+    ['"unterminated@example.com', invalid],
+    ['"a\tb"@example.com', invalid],
+    ["a@[300.1.1.1]", invalid],
+    ["a@[example.com]", invalid],
+    ["a@[IPv6:zz::1]", invalid],
+    ["a@[192.168.0.1", invalid],
+    ["a(comment)@example.com", invalid],
+  ])("rejects %s", async (email, message) => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { email } });
+    expectError(res, 400, "validation_failed", "email");
+    expect(res.body.error.message).toBe(message);
+    expect(res.body.error.details).toHaveLength(1);
+  });
+
+  it("does not validate the list filter as an address: it is only trimmed and bounded", async () => {
+    const t = await tenant();
+    const res = await t.call("GET", `${t.ws}/subscribers?email=not-an-address`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toEqual([]);
+  });
+});
+
+describe("subscriber path messages", () => {
+  it.each(["sub_", `sub_${"A".repeat(65)}`, "sub_a-b"])("says what is wrong with the id %s", async (id) => {
+    const t = await tenant();
+    const res = await t.call("GET", `${t.ws}/subscribers/${id}`);
+    expectError(res, 400, "validation_failed", "subscriber_id");
+    expect(res.body.error.message).toBe("subscriber_id must be a subscriber id: sub_ followed by 1 to 64 letters and digits");
+  });
+
+  it("names the path parameter of a subscriber that does not exist", async () => {
+    const t = await tenant();
+    const path = `${t.ws}/subscribers/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`;
+    for (const res of [await t.call("GET", path), await t.call("PATCH", path, { body: { name: "x" } })]) {
+      expectError(res, 404, "not_found", "subscriber_id");
+      expect(res.body.error.message).toBe("No such subscriber: sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T");
+    }
   });
 });

@@ -47,6 +47,31 @@ describe("GET /workspaces", () => {
     expectError(await t.call("GET", "/v1/workspaces?colour=red"), 400, "validation_failed", "colour");
     expectError(await t.call("GET", "/v1/workspaces?after=forged"), 400, "invalid_cursor", "after");
   });
+
+  it.each([
+    ["limit=0", "limit must be an integer from 1 to 100"],
+    ["limit=101", "limit must be an integer from 1 to 100"],
+    ["limit=010", "limit must be an integer from 1 to 100"],
+    ["limit=1e1", "limit must be an integer from 1 to 100"],
+    ["limit=0x10", "limit must be an integer from 1 to 100"],
+    ["limit=%2010", "limit must be an integer from 1 to 100"],
+    ["limit=", "limit must be an integer from 1 to 100"],
+    ["limit=99999999999999999999", "limit must be an integer from 1 to 100"],
+    ["limit=1&limit=2", "limit must be given once"],
+  ])("says what is wrong with ?%s", async (query, message) => {
+    const t = await tenant();
+    const res = await t.call("GET", `/v1/workspaces?${query}`);
+    expectError(res, 400, "validation_failed", "limit");
+    expect(res.body.error.message).toBe(message);
+    expect(res.body.error.details).toEqual([{ param: "limit", message }]);
+  });
+
+  it("documents limit as an integer from 1 to 100, default 20", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const limit = doc.paths["/workspaces"].get.parameters.find((p: { name: string }) => p.name === "limit");
+    expect(limit.schema).toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 20 });
+    expect(limit.schema.pattern).toBeUndefined();
+  });
 });
 
 describe("GET /workspaces/{workspace_id}", () => {
@@ -62,8 +87,8 @@ describe("GET /workspaces/{workspace_id}", () => {
     const other = await createWorkspace("Other");
     const foreign = await t.call("GET", `/v1/workspaces/${other.id}`);
     const missing = await t.call("GET", "/v1/workspaces/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T");
-    expectError(foreign, 404, "not_found");
-    expectError(missing, 404, "not_found");
+    expectError(foreign, 404, "not_found", "workspace_id");
+    expectError(missing, 404, "not_found", "workspace_id");
     expect(foreign.body.error.message.replace(other.id, "X")).toBe(missing.body.error.message.replace("ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T", "X"));
   });
 
@@ -71,6 +96,6 @@ describe("GET /workspaces/{workspace_id}", () => {
     const t = await tenant();
     const res = await t.call("GET", "/v1/workspaces/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T");
     expectError(res, 400, "validation_failed", "workspace_id");
-    expect(res.body.error.message).toContain("ws_");
+    expect(res.body.error.message).toBe("workspace_id must be a workspace id: ws_ followed by 1 to 64 letters and digits");
   });
 });

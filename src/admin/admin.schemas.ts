@@ -1,10 +1,10 @@
 import { z } from "@hono/zod-openapi";
 import type { CredentialRow } from "../credentials/credentials.repository";
-import { idParam, isoDateTime } from "../lib/schemas";
+import { idParam, isoDateTime, optionalText, requiredText } from "../lib/schemas";
 import { iso } from "../lib/time";
 import { scopes } from "../lib/types";
 
-export const CreateWorkspaceBody = z.strictObject({ name: z.string().trim().min(1).max(200) }).openapi("CreateWorkspaceRequest");
+export const CreateWorkspaceBody = z.strictObject({ name: requiredText(200) }).openapi("CreateWorkspaceRequest");
 
 export const CreateCredentialBody = z
   .strictObject({
@@ -15,7 +15,7 @@ export const CreateCredentialBody = z
       .min(1)
       .optional()
       .openapi({ description: "Defaults to every scope." }),
-    name: z.string().trim().min(1).max(200).nullable().optional(),
+    name: optionalText(200).openapi({ description: "A label for operators, at most 200 characters, trimmed; `null` or blank: none." }),
   })
   .openapi("CreateCredentialRequest");
 

@@ -40,7 +40,7 @@ export const campaignsRouter = createRouter()
   .openapi(getCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
     const row = await findCampaign(c.var.db, workspace_id, campaign_id);
-    if (!row) throw notFound(`campaign: ${campaign_id}`);
+    if (!row) throw notFound(`campaign: ${campaign_id}`, "campaign_id");
     return c.json(envelope(serializeCampaign(row)), 200);
   })
   .openapi(listCampaigns, async (c) => {
@@ -57,7 +57,7 @@ export const campaignsRouter = createRouter()
     const operation = await startCampaignSend(c.var.db, c.env, {
       workspaceId: workspace_id,
       campaignId: campaign_id,
-      integrationSlug: body.integration_slug,
+      integrationSlug: body.integration_slug ?? undefined,
       mode: c.var.principal.mode,
     });
     return c.json(envelope(serializeOperation(operation)), 202);

@@ -1,7 +1,18 @@
 import { z } from "@hono/zod-openapi";
 import { campaignStatuses, type campaigns } from "../db/schema";
-import { afterQuery, idParam, isoDateTime, limitQuery, WorkspaceParams } from "../lib/schemas";
+import {
+  afterQuery,
+  bodyString,
+  idParam,
+  isoDateTime,
+  limitQuery,
+  optionalText,
+  queryEnum,
+  requiredText,
+  WorkspaceParams,
+} from "../lib/schemas";
 import { iso } from "../lib/time";
+import { integrationSlugs } from "../sending/integrations";
 
 export const CampaignParams = WorkspaceParams.extend({ campaign_id: idParam("campaign", "campaign_id") });
 
@@ -24,16 +35,17 @@ export const CampaignSchema = z
 export type Campaign = z.infer<typeof CampaignSchema>;
 
 /** A referenced id: any text; one that names nothing in the workspace is a 400 resource_missing. */
-const reference = (example: string) => z.string().min(1).max(100).openapi({ example });
+const reference = (example: string) => bodyString().min(1).max(100).openapi({ example });
 
 export const CreateCampaignBody = z
   .strictObject({
-    subject: z.string().trim().min(1).max(255),
+    subject: requiredText(255),
     newsletter_id: reference("nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T"),
-    preheader: z.string().max(255).nullable().optional(),
+    preheader: optionalText(255).openapi({ description: "At most 255 characters, trimmed; `null` or blank: none." }),
     segment_id: reference("seg_01JD6Q3Z6W9X8B4N2M5K7P1R3T").nullable().optional(),
+    // abort: a value that is not a date-time gets that one message, not "must be in the future" too.
     scheduled_at: z.iso
-      .datetime({ offset: true })
+      .datetime({ offset: true, abort: true })
       .refine((value) => Date.parse(value) > Date.now(), { error: "must be in the future" })
       .nullable()
       .optional()
@@ -47,16 +59,24 @@ export const CreateCampaignBody = z
 export const ListCampaignsQuery = z.strictObject({
   limit: limitQuery,
   after: afterQuery,
-  status: z.enum(campaignStatuses).optional().openapi({ description: "Only campaigns with this status." }),
+  status: queryEnum(campaignStatuses).optional().openapi({ description: "Only campaigns with this status." }),
 });
 
 export const SendCampaignBody = z
   .strictObject({
-    integration_slug: z.string().min(1).max(64).optional().openapi({
-      description:
-        "`sandbox` (the default: records messages as sent, no network) or `resend`. Test credentials always deliver through the sandbox; the operation records what was asked.",
-      example: "sandbox",
-    }),
+    // Matched exactly (case-sensitive, untrimmed) against the configured integrations by the send
+    // itself, so that a name it does not know is a 400 unknown_integration rather than a shape error.
+    integration_slug: bodyString()
+      .min(1)
+      .max(64)
+      .nullable()
+      .optional()
+      .openapi({
+        enum: [...integrationSlugs, null],
+        description:
+          "`sandbox` (the default, also for `null`: records messages as sent, no network) or `resend`. Any other value is a 400 `unknown_integration`. Test credentials always deliver through the sandbox; the operation records what was asked.",
+        example: "sandbox",
+      }),
   })
   .openapi("SendCampaignRequest");
 

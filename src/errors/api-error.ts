@@ -57,4 +57,5 @@ export class ApiError extends Error {
   }
 }
 
-export const notFound = (what: string) => new ApiError("not_found", `No such ${what}`);
+/** `param` names the path parameter that holds the missing id, when there is one. */
+export const notFound = (what: string, param?: string) => new ApiError("not_found", `No such ${what}`, { param });

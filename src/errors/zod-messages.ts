@@ -2,7 +2,13 @@ import { z } from "@hono/zod-openapi";
 import type { ErrorDetail } from "./api-error";
 
 // Messages read as the end of a sentence whose subject is the parameter: "limit must be at most 100".
-const sizeNoun: Record<string, string> = { string: " characters", array: " items", set: " items" };
+const sizeNoun: Record<string, [string, string]> = { string: ["character", "characters"], array: ["item", "items"], set: ["item", "items"] };
+
+/** "40 characters", "1 item"; a bare number for numbers and dates. */
+const amount = (origin: string, count: number | bigint) => {
+  const noun = sizeNoun[origin];
+  return noun ? `${count} ${noun[Number(count) === 1 ? 0 : 1]}` : String(count);
+};
 
 const describe = (issue: z.core.$ZodRawIssue): string | undefined => {
   switch (issue.code) {
@@ -12,13 +18,13 @@ const describe = (issue: z.core.$ZodRawIssue): string | undefined => {
       return `must be ${/^[aeiou]/.test(issue.expected) ? "an" : "a"} ${issue.expected}`;
     case "too_big":
       return issue.origin === "array" || issue.origin === "set"
-        ? `must have at most ${issue.maximum}${sizeNoun[issue.origin]}`
-        : `must be at most ${issue.maximum}${sizeNoun[issue.origin] ?? ""}`;
+        ? `must have at most ${amount(issue.origin, issue.maximum)}`
+        : `must be at most ${amount(issue.origin, issue.maximum)}`;
     case "too_small":
       if (issue.origin === "string" && issue.minimum === 1) return "must not be empty";
       return issue.origin === "array" || issue.origin === "set"
-        ? `must have at least ${issue.minimum}${sizeNoun[issue.origin]}`
-        : `must be at least ${issue.minimum}${sizeNoun[issue.origin] ?? ""}`;
+        ? `must have at least ${amount(issue.origin, issue.minimum)}`
+        : `must be at least ${amount(issue.origin, issue.minimum)}`;
     case "invalid_value":
       return `must be one of: ${issue.values.map(String).join(", ")}`;
     case "invalid_format":

@@ -1,17 +1,19 @@
 import { z } from "@hono/zod-openapi";
 import type { newsletters } from "../db/schema";
-import { afterQuery, idParam, isoDateTime, limitQuery, WorkspaceParams } from "../lib/schemas";
+import {
+  afterQuery,
+  emailAddress,
+  idParam,
+  isoDateTime,
+  limitQuery,
+  optionalEmailAddress,
+  optionalText,
+  requiredText,
+  WorkspaceParams,
+} from "../lib/schemas";
 import { iso } from "../lib/time";
 
 export const NewsletterParams = WorkspaceParams.extend({ newsletter_id: idParam("newsletter", "newsletter_id") });
-
-const email = z
-  .string()
-  .trim()
-  .min(1)
-  .max(254)
-  .pipe(z.email({ pattern: z.regexes.rfc5322Email }))
-  .openapi({ type: "string", format: "email", maxLength: 254, example: "news@example.com" });
 
 export const NewsletterSchema = z
   .object({
@@ -30,10 +32,10 @@ export type Newsletter = z.infer<typeof NewsletterSchema>;
 
 export const CreateNewsletterBody = z
   .strictObject({
-    name: z.string().trim().min(1).max(200),
-    from_email: email.openapi({ description: "The sender address every campaign of this newsletter is sent from." }),
-    from_name: z.string().trim().min(1).max(200).nullable().optional(),
-    reply_to: email.nullable().optional(),
+    name: requiredText(200),
+    from_email: emailAddress("The sender address every campaign of this newsletter is sent from."),
+    from_name: optionalText(200).openapi({ description: "The sender's display name, at most 200 characters, trimmed; `null` or blank: none." }),
+    reply_to: optionalEmailAddress("Where replies go."),
   })
   .openapi("CreateNewsletterRequest");
 

@@ -4,7 +4,7 @@ import { afterPosition, envelope, toPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { findSegment, insertSegment, listSegmentsPage } from "./segments.repository";
 import { createSegment, getSegment, listSegments } from "./segments.routes";
-import { normalizeFilter, serializeSegment } from "./segments.schemas";
+import { storedFilter, serializeSegment } from "./segments.schemas";
 
 export const segmentsRouter = createRouter()
   .openapi(createSegment, async (c) => {
@@ -15,7 +15,7 @@ export const segmentsRouter = createRouter()
       id: newId("segment", now),
       workspaceId: workspace_id,
       name: body.name,
-      filter: normalizeFilter(body.filter),
+      filter: storedFilter(body.filter),
       createdAt: now,
       updatedAt: now,
     });
@@ -24,7 +24,7 @@ export const segmentsRouter = createRouter()
   .openapi(getSegment, async (c) => {
     const { workspace_id, segment_id } = c.req.valid("param");
     const row = await findSegment(c.var.db, workspace_id, segment_id);
-    if (!row) throw notFound(`segment: ${segment_id}`);
+    if (!row) throw notFound(`segment: ${segment_id}`, "segment_id");
     return c.json(envelope(serializeSegment(row)), 200);
   })
   .openapi(listSegments, async (c) => {

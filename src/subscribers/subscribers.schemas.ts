@@ -1,6 +1,18 @@
 import { z } from "@hono/zod-openapi";
 import type { subscribers } from "../db/schema";
-import { afterQuery, idParam, isoDateTime, limitQuery } from "../lib/schemas";
+import { EMAIL_MAX_LENGTH } from "../lib/email";
+import {
+  afterQuery,
+  emailAddress,
+  idParam,
+  isoDateTime,
+  limitQuery,
+  optionalText,
+  queryEnum,
+  queryString,
+  TAG_MAX_LENGTH,
+  tagList,
+} from "../lib/schemas";
 import { iso } from "../lib/time";
 
 export const subscriberStatuses = ["active", "unsubscribed", "bounced", "pending"] as const;
@@ -10,27 +22,11 @@ export const SubscriberParams = z.object({
   subscriber_id: idParam("subscriber", "subscriber_id"),
 });
 
-const email = z
-  .string()
-  .trim()
-  .min(1)
-  .max(254)
-  .pipe(z.email({ pattern: z.regexes.rfc5322Email }))
-  .openapi({ type: "string", format: "email", maxLength: 254, example: "ada@example.com" });
+const email = emailAddress("Unique in the workspace, case-insensitively; kept in the case given.");
 
-const optionalText = z.string().trim().max(200).nullable().optional();
+const optionalField = optionalText(200).openapi({ description: "At most 200 characters, trimmed; `null` or blank: none." });
 
-const tags = z
-  .array(z.string().trim().min(1).max(40))
-  .max(50)
-  .transform((list) => [...new Set(list)])
-  .openapi({
-    type: "array",
-    items: { type: "string", minLength: 1, maxLength: 40 },
-    maxItems: 50,
-    description: "Up to 50 tags of 1 to 40 characters (trimmed); duplicates are dropped, order is kept.",
-    example: ["weekly", "beta"],
-  });
+const tags = tagList({ minItems: 0, description: "The subscriber's tags." });
 
 const status = z.enum(subscriberStatuses);
 
@@ -54,10 +50,10 @@ export type Subscriber = z.infer<typeof SubscriberSchema>;
 export const CreateSubscriberBody = z
   .strictObject({
     email,
-    name: optionalText,
+    name: optionalField,
     tags: tags.optional(),
-    location: optionalText,
-    source: optionalText,
+    location: optionalField,
+    source: optionalField,
     status: status.default("active").openapi({ description: "Consent status; defaults to active." }),
   })
   .openapi("CreateSubscriberRequest");
@@ -67,10 +63,10 @@ const updatable = ["email", "name", "tags", "location", "source", "status"] as c
 export const UpdateSubscriberBody = z
   .strictObject({
     email: email.optional(),
-    name: optionalText,
+    name: optionalField,
     tags: tags.optional(),
-    location: optionalText,
-    source: optionalText,
+    location: optionalField,
+    source: optionalField,
     status: status.optional().openapi({ description: "Consent status: any of the four values." }),
   })
   .refine((body) => Object.keys(body).length > 0, {
@@ -84,14 +80,21 @@ export type UpdateSubscriberInput = z.infer<typeof UpdateSubscriberBody>;
 export const ListSubscribersQuery = z.strictObject({
   limit: limitQuery,
   after: afterQuery,
-  status: status.optional().openapi({ description: "Only subscribers with this status." }),
-  tag: z.string().min(1).max(40).optional().openapi({ description: "Only subscribers having exactly this tag." }),
-  email: z
-    .string()
+  status: queryEnum(subscriberStatuses).optional().openapi({ description: "Only subscribers with this status." }),
+  // Filters are trimmed as the stored values were, then held to the same lengths; the email filter
+  // is not validated as an address: a value no subscriber can have simply matches nothing.
+  tag: queryString()
+    .trim()
     .min(1)
-    .max(254)
+    .max(TAG_MAX_LENGTH)
     .optional()
-    .openapi({ description: "Only the subscriber with this email (case-insensitive)." }),
+    .openapi({ description: "Only subscribers having exactly this tag (case-sensitive; trimmed)." }),
+  email: queryString()
+    .trim()
+    .min(1)
+    .max(EMAIL_MAX_LENGTH)
+    .optional()
+    .openapi({ description: "Only the subscriber with this email (case-insensitive; trimmed)." }),
 });
 
 export const serializeSubscriber = (row: typeof subscribers.$inferSelect): Subscriber => ({
