@@ -190,6 +190,7 @@ describe("campaigns", () => {
     const missingCampaign = "cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T";
     expectError(await t.call("GET", `${t.ws}/campaigns/${missingCampaign}`), 404, "not_found", "campaign_id");
     expectError(await t.call("GET", `${t.ws}/campaigns/${missingCampaign}/deliveries`), 404, "not_found", "campaign_id");
+    expectError(await t.call("POST", `${t.ws}/campaigns/${missingCampaign}/send`), 404, "not_found", "campaign_id");
     const op = await t.call("GET", `${t.ws}/operations/op_01JD6Q3Z6W9X8B4N2M5K7P1R3T`);
     expectError(op, 404, "not_found", "operation_id");
     expect(op.body.error.message).toBe("No such operation: op_01JD6Q3Z6W9X8B4N2M5K7P1R3T");
