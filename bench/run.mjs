@@ -29,6 +29,8 @@ const config = {
   fanout: (process.env.BENCH_FANOUT ?? "1000,10000,100000").split(",").filter(Boolean).map(Number),
   /** Per audience; past it the send is reported as unfinished. */
   fanoutTimeoutSeconds: Number(process.env.BENCH_FANOUT_TIMEOUT ?? 240),
+  /** Sends (each beside its floor) per audience; the figures are the median round. */
+  fanoutRounds: Number(process.env.BENCH_FANOUT_ROUNDS ?? 3),
   /** Which parts to run: any of reads, pagination, writes, fanout. */
   sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout").split(","),
 };
@@ -113,6 +115,7 @@ try {
       tokens: seed.tokens,
       fanoutWorkspaces: seed.fanoutWorkspaces,
       audiences: fanoutAudiences,
+      rounds: config.fanoutRounds,
       log,
       logFile: devLog,
       timeoutSeconds: config.fanoutTimeoutSeconds,

@@ -61,6 +61,17 @@ const fanoutSection = (fanout) => {
       rows,
     ),
   ];
+  const rounds = fanout.campaigns.filter((c) => c.secondsPerRound);
+  if (rounds.length > 0) {
+    lines.push(
+      "",
+      `Each figure is the median of ${rounds[0].rounds} rounds, each a send followed by its floor. Seconds per round, send / floor: ` +
+        rounds
+          .map((c) => `${c.audience.toLocaleString("en")}: ${c.secondsPerRound.map((x) => f(x, 2)).join(", ")} / ${c.floor.secondsPerRound.map((x) => f(x, 2)).join(", ")}`)
+          .join("; ") +
+        ".",
+    );
+  }
   if (fanout.growth100kVs10k !== undefined) {
     lines.push(
       "",
