@@ -4,7 +4,7 @@ import { newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { FANOUT_WINDOW } from "../sending/pipeline";
 import { sandboxIntegration } from "../sending/integrations/sandbox";
-import { deliveryInsertStatements } from "../sending/send.repository";
+import { deliveryInsertStatements } from "../sending/deliveries.repository";
 import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.statements";
 
 // Baselines for bench/run.mjs, served by the same worker: `/bench/constant` is the framework's floor

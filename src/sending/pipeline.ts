@@ -6,14 +6,16 @@ import {
   advanceFanout,
   createDeliveries,
   type DeliveryResults,
+  queuedDeliveriesInRange,
+  recipientWindow,
+  recordDeliveryResults,
+} from "./deliveries.repository";
+import {
   loadMessageContext,
   loadOperationState,
   markOperationRunning,
   type MessageContext,
   type OperationState,
-  queuedDeliveriesInRange,
-  recipientWindow,
-  recordDeliveryResults,
 } from "./send.repository";
 
 /** Active subscribers scanned per fan-out window (matching or not): one read, one batched insert. */

@@ -1,0 +1,220 @@
+import type { DeliveryError } from "./integrations/types";
+import { completionStatements, type OperationState } from "./send.repository";
+
+// The delivery rows of a send: the fan-out's recipient windows and inserts, and the delivery chunks'
+// reads and outcome writes. Multi-row writes bind ONE JSON array and expand it with json_each(?), so
+// a chunk of any size stays far below D1's 100 bound parameters per statement. Counters are only
+// raised by `changes()` of the statement just before them in the same atomic batch.
+
+// ---- fan-out ----
+
+export type Candidate = { id: string; email: string; matches: boolean };
+
+/**
+ * The next window of the workspace's active subscribers after `after`, each flagged by whether
+ * the segment matches. The window bounds the rows scanned, not the rows matched, so a narrow
+ * segment over a large audience still costs one bounded query per message.
+ */
+export const recipientWindow = async (
+  d1: D1Database,
+  op: OperationState,
+  after: string | null,
+  size: number,
+): Promise<Candidate[]> => {
+  const { results } = await d1
+    .prepare(
+      `WITH page AS (
+         SELECT id, email FROM subscribers
+          WHERE workspace_id = ?1 AND status = 'active' AND id > ?2
+          ORDER BY id LIMIT ?3
+       )
+       SELECT id, email,
+              (?4 IS NULL OR EXISTS (
+                 SELECT 1 FROM json_each(?4) t
+                   JOIN subscriber_tags st ON st.workspace_id = ?1 AND st.tag = t.value AND st.subscriber_id = page.id))
+          AND NOT EXISTS (
+                 SELECT 1 FROM json_each(?5) t
+                  WHERE NOT EXISTS (SELECT 1 FROM subscriber_tags st
+                                     WHERE st.workspace_id = ?1 AND st.tag = t.value AND st.subscriber_id = page.id))
+              AS matches
+         FROM page ORDER BY id`,
+    )
+    .bind(
+      op.workspaceId,
+      after ?? "",
+      size,
+      op.segmentFilter?.tags_any ? JSON.stringify(op.segmentFilter.tags_any) : null,
+      op.segmentFilter?.tags_all ? JSON.stringify(op.segmentFilter.tags_all) : null,
+    )
+    .all<{ id: string; email: string; matches: number }>();
+  return results.map((r) => ({ id: r.id, email: r.email, matches: r.matches === 1 }));
+};
+
+export type NewDelivery = { id: string; subscriberId: string; email: string };
+
+/**
+ * One delivery per (campaign, subscriber): a row that exists already is left alone and not counted.
+ * With `settle` (an integration's `settleAtCreation`), the rows are created already sent.
+ */
+export const createDeliveries = async (
+  d1: D1Database,
+  op: OperationState,
+  rows: NewDelivery[],
+  now: number,
+  settle?: (deliveryId: string) => string,
+) => {
+  if (rows.length === 0) return;
+  const json = JSON.stringify(rows.map((r) => ({ id: r.id, s: r.subscriberId, e: r.email, p: settle?.(r.id) })));
+  await d1.batch(
+    deliveryInsertStatements(d1, {
+      json,
+      settled: settle !== undefined,
+      workspaceId: op.workspaceId,
+      campaignId: op.campaignId,
+      operationId: op.id,
+      now,
+    }),
+  );
+};
+
+/**
+ * The insert of a page of deliveries, bound as one JSON array of `{id, s: subscriber id, e: email,
+ * p?: provider message id}`, and the operation's counters raised by exactly the rows inserted; run
+ * as one batch. `settled` pages (every row with its `p`) are created `sent` after one attempt and
+ * also count as delivered; the others are created `queued`.
+ */
+export const deliveryInsertStatements = (
+  d1: D1Database,
+  page: { json: string; settled: boolean; workspaceId: string; campaignId: string; operationId: string; now: number },
+): [D1PreparedStatement, D1PreparedStatement] => [
+  d1
+    .prepare(
+      `INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts,
+                               provider_message_id, error, created_at, updated_at)
+       SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
+              CASE ?6 WHEN 1 THEN 'sent' ELSE 'queued' END, ?6, CASE ?6 WHEN 1 THEN json_extract(value, '$.p') END,
+              NULL, ?5, ?5
+         FROM json_each(?1) WHERE true
+       ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
+    )
+    .bind(page.json, page.workspaceId, page.campaignId, page.operationId, page.now, page.settled ? 1 : 0),
+  d1
+    .prepare(`UPDATE operations SET total = total + changes(), delivered = delivered + ?3 * changes(), updated_at = ?2 WHERE id = ?1`)
+    .bind(page.operationId, page.now, page.settled ? 1 : 0),
+];
+
+/**
+ * Advances the fan-out position from `after` to `to` (compare-and-set: only one of duplicate
+ * messages moves it), then tries to complete. Returns whether this call moved it.
+ */
+export const advanceFanout = async (
+  d1: D1Database,
+  op: OperationState,
+  after: string | null,
+  to: string | null,
+  done: boolean,
+  now: number,
+): Promise<boolean> => {
+  const [advanced] = await d1.batch([
+    d1
+      .prepare(
+        `UPDATE operations SET fanout_cursor = ?3, fanout_done = ?4, updated_at = ?5
+          WHERE id = ?1 AND status = 'running' AND fanout_done = 0 AND fanout_cursor IS ?2
+         RETURNING id`,
+      )
+      .bind(op.id, after, to, done ? 1 : 0, now),
+    ...completionStatements(d1, op, now),
+  ]);
+  return (advanced?.results.length ?? 0) === 1;
+};
+
+// ---- delivery ----
+
+export type QueuedDelivery = {
+  id: string;
+  subscriberId: string;
+  email: string;
+  attempts: number;
+  /** Whether the subscriber is still active now, at delivery time. */
+  active: boolean;
+};
+
+export const queuedDeliveriesInRange = async (
+  d1: D1Database,
+  campaignId: string,
+  from: string | null,
+  to: string | null,
+  limit: number,
+): Promise<QueuedDelivery[]> => {
+  const { results } = await d1
+    .prepare(
+      `SELECT d.id, d.subscriber_id, d.email, d.attempts, coalesce(s.status = 'active', 0) AS active
+         FROM deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
+        WHERE d.campaign_id = ?1 AND d.subscriber_id > ?2 AND (?3 IS NULL OR d.subscriber_id <= ?3) AND d.status = 'queued'
+        ORDER BY d.subscriber_id LIMIT ?4`,
+    )
+    .bind(campaignId, from ?? "", to, limit)
+    .all<{ id: string; subscriber_id: string; email: string; attempts: number; active: number }>();
+  return results.map((r) => ({
+    id: r.id,
+    subscriberId: r.subscriber_id,
+    email: r.email,
+    attempts: r.attempts,
+    active: r.active === 1,
+  }));
+};
+
+export type DeliveryResults = {
+  sent: { id: string; providerMessageId: string }[];
+  /** `attempted`: whether the integration was called (a recipient skipped at delivery time was not). */
+  failed: { id: string; error: DeliveryError; attempted: boolean }[];
+  /** Tried and still queued, for another attempt later. */
+  retry: { id: string; error: DeliveryError }[];
+};
+
+/**
+ * Records a chunk's outcomes and raises the operation's counters by exactly the rows that left
+ * `queued` here, then tries to complete: all in one atomic batch.
+ */
+export const recordDeliveryResults = async (d1: D1Database, op: OperationState, results: DeliveryResults, now: number) => {
+  const statements: D1PreparedStatement[] = [];
+  if (results.sent.length > 0) {
+    statements.push(
+      d1
+        .prepare(
+          `UPDATE deliveries SET status = 'sent', provider_message_id = r.p, attempts = deliveries.attempts + 1, error = NULL, updated_at = ?2
+             FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.p') AS p FROM json_each(?1)) AS r
+            WHERE deliveries.id = r.id AND deliveries.status = 'queued'`,
+        )
+        .bind(JSON.stringify(results.sent.map((r) => ({ id: r.id, p: r.providerMessageId }))), now),
+      d1.prepare(`UPDATE operations SET delivered = delivered + changes(), updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
+    );
+  }
+  if (results.failed.length > 0) {
+    statements.push(
+      d1
+        .prepare(
+          `UPDATE deliveries SET status = 'failed', error = r.err, attempts = deliveries.attempts + r.a, updated_at = ?2
+             FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.err') AS err, json_extract(value, '$.a') AS a
+                     FROM json_each(?1)) AS r
+            WHERE deliveries.id = r.id AND deliveries.status = 'queued'`,
+        )
+        .bind(JSON.stringify(results.failed.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now),
+      d1.prepare(`UPDATE operations SET failed = failed + changes(), updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
+    );
+  }
+  if (results.retry.length > 0) {
+    statements.push(
+      d1
+        .prepare(
+          `UPDATE deliveries SET error = r.err, attempts = deliveries.attempts + 1, updated_at = ?2
+             FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.err') AS err FROM json_each(?1)) AS r
+            WHERE deliveries.id = r.id AND deliveries.status = 'queued'`,
+        )
+        .bind(JSON.stringify(results.retry.map((r) => ({ id: r.id, err: r.error }))), now),
+      d1.prepare(`UPDATE operations SET updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
+    );
+  }
+  if (statements.length === 0) return;
+  await d1.batch([...statements, ...completionStatements(d1, op, now)]);
+};
