@@ -91,7 +91,7 @@ describe("benchmark routes when BENCH_ROUTES is on", () => {
     expect(read.body.data.id).toBe(created.body.data.id);
   });
 
-  it("fan-out floor writes one queued delivery per active subscriber of the workspace", async () => {
+  it("fan-out floor writes one delivery per active subscriber, already sent, as a sandbox send does", async () => {
     const t = await tenant();
     await seedSubscribers(t.workspace.id, 1203, (i) => ({ status: i % 3 === 0 ? "unsubscribed" : "active" }));
     const newsletter = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "n@example.com" } });
@@ -104,5 +104,13 @@ describe("benchmark routes when BENCH_ROUTES is on", () => {
       .bind(campaign.body.data.id)
       .first<{ n: number; d: number }>();
     expect(counted).toEqual({ n: 802, d: 802 });
+    const settled = await env.DB.prepare(
+      "select count(*) as n from deliveries where campaign_id = ? and status = 'sent' and attempts = 1 and provider_message_id = 'sandbox_' || id",
+    )
+      .bind(campaign.body.data.id)
+      .first<{ n: number }>();
+    expect(settled?.n).toBe(802);
+    const op = await env.DB.prepare("select total, delivered from operations where id = ?").bind(res.body.operation_id).first();
+    expect(op).toEqual({ total: 802, delivered: 802 });
   });
 });

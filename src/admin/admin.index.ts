@@ -63,7 +63,7 @@ export const adminRouter = createRouter()
   .openapi(revokeCredentialRoute, async (c) => {
     const { credential_id } = c.req.valid("param");
     const row = await revokeCredential(c.var.db, credential_id, Date.now());
-    if (!row) throw notFound(`credential: ${credential_id}`, "credential_id");
+    if (!row) throw notFound("credential", credential_id);
     await forgetCredential(row.tokenHash);
     return c.json(envelope(serializeCredential(row)), 200);
   });

@@ -121,13 +121,9 @@ bench.post("/raw/fanout", async (c) => {
     if (results.length === 0) break;
     const now = Date.now();
     // The rows a sandbox send writes: created already sent, with the sandbox's message id.
-    const rows = JSON.stringify(
-      results.map((r) => {
-        const id = newId("delivery", now);
-        return { id, s: r.id, e: r.email, p: sandboxIntegration.settleAtCreation?.(id) };
-      }),
-    );
-    await c.env.DB.batch(deliveryInsertStatements(c.env.DB, { json: rows, settled: true, workspaceId, campaignId, operationId, now }));
+    const rows = results.map((r) => ({ id: newId("delivery", now), subscriberId: r.id, email: r.email }));
+    const settle = sandboxIntegration.settleAtCreation;
+    await c.env.DB.batch(deliveryInsertStatements(c.env.DB, { rows, settle, workspaceId, campaignId, operationId, now }));
     statements += 2;
     recipients += results.length;
     after = results.at(-1)?.id ?? after;

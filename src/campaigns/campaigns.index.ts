@@ -40,7 +40,7 @@ export const campaignsRouter = createRouter()
   .openapi(getCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
     const row = await findCampaign(c.var.db, workspace_id, campaign_id);
-    if (!row) throw notFound(`campaign: ${campaign_id}`, "campaign_id");
+    if (!row) throw notFound("campaign", campaign_id);
     return c.json(envelope(serializeCampaign(row)), 200);
   })
   .openapi(listCampaigns, async (c) => {

@@ -57,5 +57,11 @@ export class ApiError extends Error {
   }
 }
 
-/** `param` names the path parameter that holds the missing id, when there is one. */
-export const notFound = (what: string, param?: string) => new ApiError("not_found", `No such ${what}`, { param });
+/**
+ * A `kind` (workspace, subscriber, …) that does not exist, or that the credential may not see. With
+ * the `id` it was asked for, `param` names the path parameter that held it (`<kind>_id`).
+ */
+export const notFound = (kind: string, id?: string) =>
+  id === undefined
+    ? new ApiError("not_found", `No such ${kind}`)
+    : new ApiError("not_found", `No such ${kind}: ${id}`, { param: `${kind}_id` });

@@ -10,12 +10,15 @@ const amount = (origin: string, count: number | bigint) => {
   return noun ? `${count} ${noun[Number(count) === 1 ? 0 : 1]}` : String(count);
 };
 
+/** "a campaign", "an operation". */
+export const article = (word: string) => (/^[aeiou]/.test(word) ? "an" : "a");
+
 const describe = (issue: z.core.$ZodRawIssue): string | undefined => {
   switch (issue.code) {
     case "invalid_type":
       if (issue.input === undefined) return "is required";
       if (issue.expected === "int") return "must be an integer";
-      return `must be ${/^[aeiou]/.test(issue.expected) ? "an" : "a"} ${issue.expected}`;
+      return `must be ${article(issue.expected)} ${issue.expected}`;
     case "too_big":
       return issue.origin === "array" || issue.origin === "set"
         ? `must have at most ${amount(issue.origin, issue.maximum)}`

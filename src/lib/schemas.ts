@@ -1,8 +1,7 @@
 import { z } from "@hono/zod-openapi";
+import { article } from "../errors/zod-messages";
 import { EMAIL_MAX_LENGTH, emailAddressProblem } from "./email";
 import { idPrefixes, type IdKind } from "./ids";
-
-const article = (word: string) => (/^[aeiou]/.test(word) ? "an" : "a");
 
 /** A path id: validated against its prefix, so `sub_…` in a workspace slot is a 400, not a 404. */
 export const idParam = (kind: IdKind, name: string) =>

@@ -2,7 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { cachedCredential, rememberCredential } from "../credentials/credential-cache";
 import { findCredentialByHash } from "../credentials/credentials.repository";
 import { hashToken, tokenMode } from "../credentials/tokens";
-import { ApiError } from "../errors/api-error";
+import { ApiError, notFound } from "../errors/api-error";
 import type { AppEnv, Scope } from "../lib/types";
 
 const challenge = { "WWW-Authenticate": 'Bearer realm="newsletter"' };
@@ -68,7 +68,7 @@ const WORKSPACE_ID = /^ws_[0-9A-Za-z]{1,64}$/;
 export const workspaceAccess = createMiddleware<AppEnv>(async (c, next) => {
   const workspaceId = c.req.param("workspace_id");
   if (workspaceId && WORKSPACE_ID.test(workspaceId) && !c.var.principal.workspaceIds.includes(workspaceId)) {
-    throw new ApiError("not_found", `No such workspace: ${workspaceId}`, { param: "workspace_id" });
+    throw notFound("workspace", workspaceId);
   }
   await next();
 });

@@ -26,7 +26,7 @@ export const newslettersRouter = createRouter()
   .openapi(getNewsletter, async (c) => {
     const { workspace_id, newsletter_id } = c.req.valid("param");
     const row = await findNewsletter(c.var.db, workspace_id, newsletter_id);
-    if (!row) throw notFound(`newsletter: ${newsletter_id}`, "newsletter_id");
+    if (!row) throw notFound("newsletter", newsletter_id);
     return c.json(envelope(serializeNewsletter(row)), 200);
   })
   .openapi(listNewsletters, async (c) => {

@@ -24,7 +24,7 @@ export const segmentsRouter = createRouter()
   .openapi(getSegment, async (c) => {
     const { workspace_id, segment_id } = c.req.valid("param");
     const row = await findSegment(c.var.db, workspace_id, segment_id);
-    if (!row) throw notFound(`segment: ${segment_id}`, "segment_id");
+    if (!row) throw notFound("segment", segment_id);
     return c.json(envelope(serializeSegment(row)), 200);
   })
   .openapi(listSegments, async (c) => {

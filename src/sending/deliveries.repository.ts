@@ -64,44 +64,46 @@ export const createDeliveries = async (
   settle?: (deliveryId: string) => string,
 ) => {
   if (rows.length === 0) return;
-  const json = JSON.stringify(rows.map((r) => ({ id: r.id, s: r.subscriberId, e: r.email, p: settle?.(r.id) })));
   await d1.batch(
-    deliveryInsertStatements(d1, {
-      json,
-      settled: settle !== undefined,
-      workspaceId: op.workspaceId,
-      campaignId: op.campaignId,
-      operationId: op.id,
-      now,
-    }),
+    deliveryInsertStatements(d1, { rows, settle, workspaceId: op.workspaceId, campaignId: op.campaignId, operationId: op.id, now }),
   );
 };
 
+export type DeliveryPage = {
+  rows: NewDelivery[];
+  settle: ((deliveryId: string) => string) | undefined;
+  workspaceId: string;
+  campaignId: string;
+  operationId: string;
+  now: number;
+};
+
 /**
- * The insert of a page of deliveries, bound as one JSON array of `{id, s: subscriber id, e: email,
- * p?: provider message id}`, and the operation's counters raised by exactly the rows inserted; run
- * as one batch. `settled` pages (every row with its `p`) are created `sent` after one attempt and
- * also count as delivered; the others are created `queued`.
+ * The insert of a page of deliveries, bound as one JSON array, and the operation's counters raised
+ * by exactly the rows inserted; run as one batch. With `settle`, rows are created `sent` after one
+ * attempt, with the provider message id it gives, and also count as delivered; without, `queued`.
  */
-export const deliveryInsertStatements = (
-  d1: D1Database,
-  page: { json: string; settled: boolean; workspaceId: string; campaignId: string; operationId: string; now: number },
-): [D1PreparedStatement, D1PreparedStatement] => [
-  d1
-    .prepare(
-      `INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts,
-                               provider_message_id, error, created_at, updated_at)
-       SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
-              CASE ?6 WHEN 1 THEN 'sent' ELSE 'queued' END, ?6, CASE ?6 WHEN 1 THEN json_extract(value, '$.p') END,
-              NULL, ?5, ?5
-         FROM json_each(?1) WHERE true
-       ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
-    )
-    .bind(page.json, page.workspaceId, page.campaignId, page.operationId, page.now, page.settled ? 1 : 0),
-  d1
-    .prepare(`UPDATE operations SET total = total + changes(), delivered = delivered + ?3 * changes(), updated_at = ?2 WHERE id = ?1`)
-    .bind(page.operationId, page.now, page.settled ? 1 : 0),
-];
+export const deliveryInsertStatements = (d1: D1Database, page: DeliveryPage): [D1PreparedStatement, D1PreparedStatement] => {
+  const { settle } = page;
+  const json = JSON.stringify(page.rows.map((r) => ({ id: r.id, s: r.subscriberId, e: r.email, p: settle?.(r.id) })));
+  const settled = settle === undefined ? 0 : 1;
+  return [
+    d1
+      .prepare(
+        `INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts,
+                                 provider_message_id, error, created_at, updated_at)
+         SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
+                CASE ?6 WHEN 1 THEN 'sent' ELSE 'queued' END, ?6, CASE ?6 WHEN 1 THEN json_extract(value, '$.p') END,
+                NULL, ?5, ?5
+           FROM json_each(?1) WHERE true
+         ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
+      )
+      .bind(json, page.workspaceId, page.campaignId, page.operationId, page.now, settled),
+    d1
+      .prepare(`UPDATE operations SET total = total + changes(), delivered = delivered + ?3 * changes(), updated_at = ?2 WHERE id = ?1`)
+      .bind(page.operationId, page.now, settled),
+  ];
+};
 
 /**
  * Advances the fan-out position from `after` to `to` (compare-and-set: only one of duplicate

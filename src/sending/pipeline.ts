@@ -23,7 +23,7 @@ export const FANOUT_WINDOW = 500;
 /**
  * Windows one fan-out message works through before enqueueing the next: fewer queue hops and
  * operation reads per recipient, while a message still does a small, bounded amount of work
- * (about 10 D1 calls and well under a second).
+ * (about 15 D1 and queue calls, well under a second).
  */
 export const FANOUT_WINDOWS_PER_MESSAGE = 4;
 /** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */

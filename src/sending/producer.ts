@@ -26,7 +26,7 @@ const notSendable = (status: string) =>
  */
 export const startCampaignSend = async (db: Db, env: Env, request: SendRequest) => {
   const campaign = await findCampaign(db, request.workspaceId, request.campaignId);
-  if (!campaign) throw notFound(`campaign: ${request.campaignId}`, "campaign_id");
+  if (!campaign) throw notFound("campaign", request.campaignId);
 
   const slug = request.integrationSlug ?? "sandbox";
   if (!isIntegrationSlug(slug)) {

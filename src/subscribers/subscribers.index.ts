@@ -44,7 +44,7 @@ export const subscribersRouter = createRouter()
   .openapi(getSubscriber, async (c) => {
     const { workspace_id, subscriber_id } = c.req.valid("param");
     const row = await findSubscriber(c.var.db, workspace_id, subscriber_id);
-    if (!row) throw notFound(`subscriber: ${subscriber_id}`, "subscriber_id");
+    if (!row) throw notFound("subscriber", subscriber_id);
     return c.json(envelope(serializeSubscriber(row)), 200);
   })
   .openapi(updateRoute, async (c) => {
@@ -59,9 +59,7 @@ export const subscribersRouter = createRouter()
     if (body.status !== undefined) changes.status = body.status;
     const row = await updateSubscriber(c.var.db, workspace_id, subscriber_id, changes);
     if (row) return c.json(envelope(serializeSubscriber(row)), 200);
-    if (!(await findSubscriber(c.var.db, workspace_id, subscriber_id))) {
-      throw notFound(`subscriber: ${subscriber_id}`, "subscriber_id");
-    }
+    if (!(await findSubscriber(c.var.db, workspace_id, subscriber_id))) throw notFound("subscriber", subscriber_id);
     throw emailTaken(body.email ?? "", (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email ?? ""))?.id);
   })
   .openapi(listSubscribers, async (c) => {

@@ -17,6 +17,6 @@ export const workspacesRouter = createRouter()
   .openapi(getWorkspace, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const row = await findWorkspace(c.var.db, workspace_id);
-    if (!row) throw notFound(`workspace: ${workspace_id}`, "workspace_id");
+    if (!row) throw notFound("workspace", workspace_id);
     return c.json(envelope(serializeWorkspace(row)), 200);
   });
