@@ -16,8 +16,8 @@ const env = { ...process.env, WRANGLER_SEND_METRICS: "false" };
 const devVars = join(root, ".dev.vars");
 if (!existsSync(devVars)) {
   const secret = () => randomBytes(24).toString("base64url");
-  writeFileSync(devVars, `ADMIN_TOKEN=${secret()}\nCURSOR_SECRET=${secret()}\n`);
-  console.log("Created .dev.vars with a local ADMIN_TOKEN and CURSOR_SECRET.");
+  writeFileSync(devVars, `ADMIN_TOKEN=${secret()}\n`);
+  console.log("Created .dev.vars with a local ADMIN_TOKEN.");
 }
 const vars = Object.fromEntries(
   readFileSync(devVars, "utf8")

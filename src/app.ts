@@ -1,4 +1,3 @@
-import { createRoute, z } from "@hono/zod-openapi";
 import { Scalar } from "@scalar/hono-api-reference";
 import { HTTPException } from "hono/http-exception";
 import { getPathNoStrict } from "hono/utils/url";
@@ -7,8 +6,8 @@ import { campaignsRouter } from "./campaigns/campaigns.index";
 import { benchRoutes } from "./bench/bench.index";
 import { ReplayInstead } from "./db/commit";
 import { ApiError } from "./errors/api-error";
-import { requestIdHeader } from "./errors/openapi";
 import { renderError } from "./errors/render";
+import { healthHandler, healthRoute } from "./health/health";
 import { createRouter } from "./lib/create-app";
 import { authenticate, rateLimit } from "./middleware/auth";
 import { jsonBody, requestContext } from "./middleware/request-context";
@@ -43,23 +42,7 @@ export const createApp = () => {
 
   app.use("*", requestContext);
 
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/health",
-      tags: ["Utility"],
-      summary: "Liveness check",
-      operationId: "health",
-      responses: {
-        200: {
-          description: "The service is up",
-          headers: requestIdHeader,
-          content: { "application/json": { schema: z.object({ status: z.literal("ok") }) } },
-        },
-      },
-    }),
-    (c) => c.json({ status: "ok" as const }, 200),
-  );
+  app.openapi(healthRoute, healthHandler);
 
   app.use("/bench/*", benchRoutes);
   app.use("/admin/*", operatorAuth, jsonBody);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { secondsLeftInWindow } from "../src/middleware/auth";
 import { admin, call, createCredential, createWorkspace, expectError, tenant } from "./helpers";
 
 describe("authentication", () => {
@@ -108,7 +109,21 @@ describe("rate limiting", () => {
     const limited = await busy.call("GET", "/v1/workspaces");
     expectError(limited, 429, "rate_limited");
     expect(limited.body.error.type).toBe("rate_limit_error");
-    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    // The seconds left in the limiter's current window (fixed, clock-aligned), not the whole period.
+    const retryAfter = Number(limited.headers.get("retry-after"));
+    const expected = secondsLeftInWindow(60, Date.now());
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(Math.abs(retryAfter - expected) <= 1 || Math.abs(retryAfter - expected) >= 59).toBe(true);
     expect((await quiet.call("GET", "/v1/workspaces")).status).toBe(200);
+  });
+
+  it("tells the seconds left in the window: never 0, never more than the period", () => {
+    const minute = 60_000;
+    expect(secondsLeftInWindow(60, 100 * minute)).toBe(60);
+    expect(secondsLeftInWindow(60, 100 * minute + 1)).toBe(60);
+    expect(secondsLeftInWindow(60, 100 * minute + 45_000)).toBe(15);
+    expect(secondsLeftInWindow(60, 100 * minute + 59_999)).toBe(1);
+    expect(secondsLeftInWindow(10, 100 * minute + 7_500)).toBe(3);
   });
 });

@@ -114,7 +114,7 @@ describe("utility routes", () => {
   it("serves /health without credentials", async () => {
     const res = await call("GET", "/health");
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: "ok" });
+    expect(res.body.status).toBe("ok");
   });
 
   it("serves an OpenAPI 3.1 document generated from the route schemas", async () => {

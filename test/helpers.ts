@@ -4,7 +4,7 @@ import { expect } from "vitest";
 export const ADMIN_TOKEN = "test-admin-token";
 const BASE = "https://api.example.test";
 
-export type ApiResponse<T = any> = { status: number; headers: Headers; body: T; text: string };
+export type ApiResponse<T = any> = { status: number; headers: Headers; body: T; text: string; url?: string };
 
 export type CallOptions = {
   token?: string | null;
@@ -31,7 +31,7 @@ export const call = async <T = any>(method: string, path: string, options: CallO
   } catch {
     parsed = undefined;
   }
-  return { status: res.status, headers: res.headers, body: parsed as T, text };
+  return { status: res.status, headers: res.headers, body: parsed as T, text, url: `${method} ${path}` };
 };
 
 export const admin = (method: string, path: string, body?: unknown) => call(method, path, { token: ADMIN_TOKEN, body });

@@ -27,6 +27,14 @@ export const findCampaign = (db: Db, workspaceId: string, id: string) =>
     .where(and(eq(campaigns.workspaceId, workspaceId), eq(campaigns.id, id)))
     .get();
 
+/** The campaign's id if it is in the workspace (an empty list otherwise), for a read batch. */
+export const campaignInWorkspace = (db: Db, workspaceId: string, id: string) =>
+  db
+    .select({ id: campaigns.id })
+    .from(campaigns)
+    .where(and(eq(campaigns.workspaceId, workspaceId), eq(campaigns.id, id)))
+    .limit(1);
+
 /** One page, newest first; with a status, a range scan on (workspace_id, status, id). */
 export const listCampaignsPage = (
   db: Db,

@@ -23,13 +23,13 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   await countRoundTrips(trips, async () => {
     const missing = missingBindings(c.env);
     if (missing.length > 0 && c.req.path !== "/health") throw ConfigurationError.bindings(missing);
-    if (missing.length === 0) {
+    if (!missing.includes("DB")) {
       const d1 = countedD1(c.env.DB);
       c.set("db", dbFor(d1));
-      c.set("kv", countedKv(c.env.IDEMPOTENCY_KV));
       c.set("signer", signerFor({ DB: d1, CURSOR_SECRET: c.env.CURSOR_SECRET }));
       c.set("cursors", cursorCodec(c.var.signer));
     }
+    if (!missing.includes("IDEMPOTENCY_KV")) c.set("kv", countedKv(c.env.IDEMPOTENCY_KV));
     await next();
   });
   c.header("Request-Id", requestId);

@@ -1,5 +1,5 @@
 import { notFound } from "../errors/api-error";
-import { findCampaign } from "../campaigns/campaigns.repository";
+import { campaignInWorkspace } from "../campaigns/campaigns.repository";
 import { createRouter } from "../lib/create-app";
 import { afterPosition, envelope, toPage } from "../lib/http";
 import { findOperation, listDeliveriesPage } from "./operations.repository";
@@ -16,9 +16,13 @@ export const operationsRouter = createRouter()
   .openapi(listDeliveries, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
     const { limit, after } = c.req.valid("query");
-    if (!(await findCampaign(c.var.db, workspace_id, campaign_id))) throw notFound("campaign", campaign_id);
     const scope = `deliveries:${campaign_id}`;
     const position = await afterPosition(c, scope, after);
-    const rows = await listDeliveriesPage(c.var.db, campaign_id, position, limit + 1);
+    // One round trip: the campaign's presence in the workspace and the page, read together.
+    const [campaign, rows] = await c.var.db.batch([
+      campaignInWorkspace(c.var.db, workspace_id, campaign_id),
+      listDeliveriesPage(c.var.db, campaign_id, position, limit + 1),
+    ]);
+    if (campaign.length === 0) throw notFound("campaign", campaign_id);
     return c.json(await toPage(c, scope, rows, limit, serializeDelivery), 200);
   });

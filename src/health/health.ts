@@ -1,0 +1,99 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { missingBindings, requiredBindings } from "../errors/configuration";
+import { requestIdHeader } from "../errors/openapi";
+import type { AppEnv } from "../lib/types";
+import { resolveIntegration } from "../sending/integrations";
+
+// /health says whether this deployment can serve the API, and if not, what to fix: the bindings it
+// needs, a migrated database holding the signing key, and which optional parts are configured.
+
+const Check = z
+  .object({
+    status: z.enum(["ok", "failed"]),
+    message: z.string().openapi({ description: "What was found, and for a failed check what to do." }),
+  })
+  .openapi("HealthCheck");
+
+const HealthSchema = z
+  .object({
+    status: z.enum(["ok", "unavailable"]).openapi({ description: "`unavailable` when any check failed (HTTP 503)." }),
+    checks: z.object({ bindings: Check, database: Check }),
+    configuration: z.object({
+      operator_api: z.enum(["enabled", "disabled"]).openapi({ description: "`disabled` while ADMIN_TOKEN is unset." }),
+      signing_key: z.enum(["service", "CURSOR_SECRET"]).openapi({
+        description: "Which key signs cursors and links: the service's own (kept in D1) or the CURSOR_SECRET override.",
+      }),
+      integrations: z.record(z.string(), z.enum(["configured", "not_configured"])),
+    }),
+  })
+  .openapi("Health");
+
+export const healthRoute = createRoute({
+  method: "get",
+  path: "/health",
+  tags: ["Utility"],
+  summary: "Health and configuration check",
+  operationId: "health",
+  description:
+    "Whether this deployment can serve the API: its bindings, a migrated database with the service's signing key, and which optional parts (operator API, integrations) are configured. Needs no credential; reveals no secret.",
+  responses: {
+    200: {
+      description: "Every check passed",
+      headers: requestIdHeader,
+      content: { "application/json": { schema: HealthSchema } },
+    },
+    503: {
+      description: "A check failed: each failed check says what to fix",
+      headers: requestIdHeader,
+      content: { "application/json": { schema: HealthSchema } },
+    },
+  },
+});
+
+type Health = z.infer<typeof HealthSchema>;
+
+const databaseCheck = async (c: Context<AppEnv>): Promise<Health["checks"]["database"]> => {
+  try {
+    const row = await c.var.db.$client
+      .prepare("SELECT count(*) AS n FROM service_keys WHERE name = 'signing'")
+      .first<{ n: number }>();
+    return {
+      status: "ok",
+      message: row?.n ? "migrated; the signing key is present" : "migrated; the signing key will be created on first use",
+    };
+  } catch (err) {
+    const text = err instanceof Error ? `${err.message} ${String(err.cause ?? "")}` : String(err);
+    return {
+      status: "failed",
+      message: /no such table/i.test(text)
+        ? "the database has not been migrated: run `wrangler d1 migrations apply DB --remote`"
+        : "the database could not be queried",
+    };
+  }
+};
+
+export const healthHandler = async (c: Context<AppEnv>) => {
+  const missing = missingBindings(c.env);
+  const bindings: Health["checks"]["bindings"] =
+    missing.length === 0
+      ? { status: "ok", message: `present: ${Object.keys(requiredBindings).join(", ")}` }
+      : { status: "failed", message: `missing: ${missing.map((m) => `${m} (${requiredBindings[m]})`).join(", ")}; declare them in wrangler.toml` };
+  const database: Health["checks"]["database"] = missing.includes("DB")
+    ? { status: "failed", message: "no DB binding" }
+    : await databaseCheck(c);
+  const ok = bindings.status === "ok" && database.status === "ok";
+  const body: Health = {
+    status: ok ? "ok" : "unavailable",
+    checks: { bindings, database },
+    configuration: {
+      operator_api: c.env.ADMIN_TOKEN ? "enabled" : "disabled",
+      signing_key: c.env.CURSOR_SECRET ? "CURSOR_SECRET" : "service",
+      integrations: {
+        sandbox: "configured",
+        resend: resolveIntegration("resend", c.env) ? "configured" : "not_configured",
+      },
+    },
+  };
+  return ok ? c.json(body, 200) : c.json(body, 503);
+};
