@@ -4,7 +4,6 @@ import { HTTPException } from "hono/http-exception";
 import { getPathNoStrict } from "hono/utils/url";
 import { adminRouter, operatorAuth } from "./admin/admin.index";
 import { campaignsRouter } from "./campaigns/campaigns.index";
-import { benchRoutes } from "./bench/bench.index";
 import { ApiError } from "./errors/api-error";
 import { requestIdHeader } from "./errors/openapi";
 import { renderError } from "./errors/render";
@@ -60,7 +59,6 @@ export const createApp = () => {
     (c) => c.json({ status: "ok" as const }, 200),
   );
 
-  app.use("/bench/*", benchRoutes);
   app.use("/admin/*", operatorAuth, jsonBody);
   app.route("/", adminRouter);
 
