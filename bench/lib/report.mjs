@@ -103,7 +103,9 @@ export const writeMarkdown = (results) => {
     "",
     "### Pagination depth (p50 / p99 in ms, limit 100)",
     "",
-    table(["filter", "rows in list", "API page 1", "API page at 90%", "deep ÷ first (API)", "raw p50 first / deep", "deep ÷ first (raw)", "≤ 1.2"], paginationRows(results)),
+    results.pagination.length === 0
+      ? "Not measured in this run (BENCH_SECTIONS)."
+      : table(["filter", "rows in list", "API page 1", "API page at 90%", "deep ÷ first (API)", "raw p50 first / deep", "deep ÷ first (raw)", "≤ 1.2"], paginationRows(results)),
     "",
     "### Send fan-out",
     "",
