@@ -3,7 +3,6 @@ import { HTTPException } from "hono/http-exception";
 import { getPathNoStrict } from "hono/utils/url";
 import { adminRouter, operatorAuth } from "./admin/admin.index";
 import { campaignsRouter } from "./campaigns/campaigns.index";
-import { benchRoutes } from "./bench/bench.index";
 import { ReplayInstead } from "./db/commit";
 import { ApiError } from "./errors/api-error";
 import { renderError } from "./errors/render";
@@ -44,7 +43,6 @@ export const createApp = () => {
 
   app.openapi(healthRoute, healthHandler);
 
-  app.use("/bench/*", benchRoutes);
   app.use("/admin/*", operatorAuth, jsonBody);
   app.route("/", adminRouter);
 
