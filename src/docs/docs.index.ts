@@ -48,11 +48,14 @@ const page = `<!doctype html>
 </html>
 `;
 
+// The AI agent, MCP and developer tools work through Scalar's cloud, which this page cannot reach.
 const init = `Scalar.createApiReference("#app", ${JSON.stringify({
   url: "/openapi.json",
   withDefaultFonts: false,
   telemetry: false,
-  hideClientButton: true,
+  showDeveloperTools: "never",
+  agent: { disabled: true },
+  mcp: { disabled: true },
 })});
 `;
 
