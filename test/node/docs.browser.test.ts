@@ -1,20 +1,20 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, inject, it } from "vitest";
 import type { Browser } from "playwright-core";
 import { launchChromium, offlineContext, screenshotPath } from "./harness/browser";
 
 const origin = inject("workerOrigin");
-let browser: Browser;
+// Launched by the first test that needs it, so a missing Chromium fails each test (a failing
+// beforeAll would report them as skipped).
+let launched: Promise<Browser> | undefined;
+const browser = () => (launched ??= launchChromium());
 
-beforeAll(async () => {
-  browser = await launchChromium();
-});
 afterAll(async () => {
-  await browser?.close();
+  await (await launched?.catch(() => undefined))?.close();
 });
 
 describe("/docs in headless Chromium, with every other origin unreachable", () => {
   it("renders the reference from this origin alone, within its Content-Security-Policy", async () => {
-    const { context, blocked } = await offlineContext(browser, origin);
+    const { context, blocked } = await offlineContext(await browser(), origin);
     const page = await context.newPage();
     const problems: string[] = [];
     page.on("console", (message) => {
@@ -35,7 +35,7 @@ describe("/docs in headless Chromium, with every other origin unreachable", () =
   });
 
   it("shows a working link to /openapi.json with JavaScript disabled", async () => {
-    const { context, blocked } = await offlineContext(browser, origin, { javaScriptEnabled: false });
+    const { context, blocked } = await offlineContext(await browser(), origin, { javaScriptEnabled: false });
     const page = await context.newPage();
     await page.goto(`${origin}/docs`);
     const link = page.getByRole("link", { name: "/openapi.json" });
