@@ -12,7 +12,6 @@ export default defineConfig(async () => {
           bindings: {
             TEST_MIGRATIONS: migrations,
             ADMIN_TOKEN: "test-admin-token",
-            CURSOR_SECRET: "test-cursor-secret",
           },
           // A low per-credential limit, so the 429 path is reachable in a test.
           ratelimits: { RATE_LIMITER: { namespace_id: "1001", simple: { limit: 300, period: 60 } } },

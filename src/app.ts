@@ -5,6 +5,7 @@ import { getPathNoStrict } from "hono/utils/url";
 import { adminRouter, operatorAuth } from "./admin/admin.index";
 import { campaignsRouter } from "./campaigns/campaigns.index";
 import { benchRoutes } from "./bench/bench.index";
+import { ReplayInstead } from "./db/commit";
 import { ApiError } from "./errors/api-error";
 import { requestIdHeader } from "./errors/openapi";
 import { renderError } from "./errors/render";
@@ -103,7 +104,8 @@ export const createApp = () => {
       : new ApiError("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`);
     return renderError(c, error);
   });
-  app.onError((err, c) => renderError(c, fromFrameworkError(err)));
+  // A request answered by an earlier one's Idempotency-Key record (src/db/commit.ts) is not an error.
+  app.onError((err, c) => (err instanceof ReplayInstead ? err.response : renderError(c, fromFrameworkError(err))));
   return app;
 };
 

@@ -9,6 +9,14 @@ interface Secrets {
 
 interface Env extends Secrets {}
 
+// The one Node.js module the worker uses (with the nodejs_compat flag), declared to the extent used.
+declare module "node:async_hooks" {
+  export class AsyncLocalStorage<T> {
+    run<R>(store: T, fn: () => R): R;
+    getStore(): T | undefined;
+  }
+}
+
 declare namespace Cloudflare {
   interface Env extends Secrets {}
 }

@@ -1,6 +1,10 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { call, expectError, tenant } from "./helpers";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe("one error shape everywhere", () => {
   it("answers unknown routes with 404 not_found, with and without /v1", async () => {
@@ -72,12 +76,28 @@ describe("one error shape everywhere", () => {
 
   it("hides unexpected failures behind 500 internal_error without leaking internals", async () => {
     const t = await tenant();
-    await env.DB.exec("DROP TRIGGER subscribers_tags_after_insert");
-    await env.DB.exec("DROP TABLE subscriber_tags");
+    const prepare = env.DB.prepare.bind(env.DB);
+    vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
+      if (/from "subscriber_tags"/i.test(query)) throw new Error("D1_ERROR: disk I/O error: SQLITE_IOERR in subscriber_tags");
+      return prepare(query);
+    });
+    vi.spyOn(console, "error").mockImplementation(() => {});
     const res = await t.call("GET", `${t.ws}/subscribers?tag=x`);
     expectError(res, 500, "internal_error");
     expect(res.body.error.type).toBe("api_error");
     expect(res.text).not.toMatch(/subscriber_tags|SQL|stack|at /i);
+  });
+
+  it("names a database without its migrations as a configuration problem, 503 configuration_error, not a 500", async () => {
+    const t = await tenant();
+    await env.DB.exec("DROP TRIGGER subscribers_tags_after_insert");
+    await env.DB.exec("DROP TABLE subscriber_tags");
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const res = await t.call("GET", `${t.ws}/subscribers?tag=x`);
+    expectError(res, 503, "configuration_error");
+    expect(res.body.error.type).toBe("api_error");
+    expect(res.body.error.message).toMatch(/migrations apply/);
+    expect(res.text).not.toMatch(/subscriber_tags|SQLITE|stack/i);
   });
 
   it("puts a Request-Id header on successes too, unique per request", async () => {

@@ -1,5 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { createScheduledController } from "cloudflare:test";
+import worker from "../src/index";
 import { type ApiResponse, call, createCredential, expectError, seedSubscribers, tenant } from "./helpers";
 
 const withKey = (key: string, body?: unknown) => ({ headers: { "Idempotency-Key": key }, ...(body !== undefined && { body }) });
@@ -10,7 +12,7 @@ const countSubscribers = async (workspaceId: string) =>
 const keyRow = (credentialId: string, key: string) =>
   env.DB.prepare("select * from idempotency_keys where credential_id = ? and key = ?")
     .bind(credentialId, key)
-    .first<{ state: string; locked_until: number; expires_at: number; response: string | null }>();
+    .first<{ fingerprint: string; expires_at: number; response: string }>();
 
 /** The replay is the original answer, byte for byte, marked as a replay and with its own Request-Id. */
 const expectReplayOf = (replay: ApiResponse, original: ApiResponse) => {
@@ -221,7 +223,7 @@ describe("Idempotency-Key", () => {
     const [kvKey, , options] = put.mock.calls[0]!;
     expect(options).toEqual({ expirationTtl: 86_400 });
     const row = await keyRow(t.credential.id, "expiring-key");
-    expect(row?.state).toBe("completed");
+    expect(JSON.parse(row!.response)).toMatchObject({ status: 201, resource: "subscriber" });
     expect(row!.expires_at - Date.now()).toBeGreaterThan(86_400_000 - 60_000);
     expect(row!.expires_at - Date.now()).toBeLessThanOrEqual(86_400_000);
 
@@ -246,128 +248,84 @@ describe("Idempotency-Key", () => {
     expect(other.status, other.text).toBe(201);
   });
 
-  it("purges expired claim rows as new responses are stored", async () => {
+  it("purges expired records in the cron sweep, and only those", async () => {
     const t = await tenant();
-    await env.DB.prepare(
-      "insert into idempotency_keys (credential_id, key, fingerprint, state, locked_until, response, created_at, expires_at) values (?, 'old-key-1', 'f', 'completed', 0, '{}', 0, ?)",
-    )
-      .bind(t.credential.id, Date.now() - 1)
-      .run();
-    const res = await t.call("POST", `${t.ws}/subscribers`, withKey("fresh-key", { email: "p@example.com" }));
-    expect(res.status).toBe(201);
+    const insert = env.DB.prepare(
+      "insert into idempotency_keys (credential_id, key, fingerprint, response, created_at, expires_at) values (?, ?, 'f', '{}', 0, ?)",
+    );
+    await env.DB.batch([
+      insert.bind(t.credential.id, "old-key-1", Date.now() - 1),
+      insert.bind(t.credential.id, "old-key-2", Date.now() - 60_000),
+    ]);
+    const fresh = await t.call("POST", `${t.ws}/subscribers`, withKey("fresh-key", { email: "p@example.com" }));
+    expect(fresh.status).toBe(201);
+
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env);
     expect(await keyRow(t.credential.id, "old-key-1")).toBeNull();
-    expect((await keyRow(t.credential.id, "fresh-key"))?.state).toBe("completed");
+    expect(await keyRow(t.credential.id, "old-key-2")).toBeNull();
+    expect(await keyRow(t.credential.id, "fresh-key")).not.toBeNull();
   });
 
-  it("answers 409 while the first request holds the key, and lets a retry take over once its lease is over", async () => {
-    const t = await tenant();
-    const body = { email: "lease@example.com" };
-    const put = vi.spyOn(env.IDEMPOTENCY_KV, "put");
-    const first = await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", body));
-    expect(first.status).toBe(201);
-    const kvKey = put.mock.calls[0]![0] as string;
-
-    // The state a request leaves when its worker dies before finishing: a processing claim with no
-    // response, nothing written (every write is one atomic batch), nothing in KV.
-    await env.IDEMPOTENCY_KV.delete(kvKey);
-    await env.DB.prepare("delete from subscribers where workspace_id = ?").bind(t.workspace.id).run();
-    const hold = (lockedUntil: number) =>
-      env.DB.prepare(
-        "update idempotency_keys set state = 'processing', response = null, locked_until = ? where credential_id = ? and key = ?",
-      )
-        .bind(lockedUntil, t.credential.id, "lease-key-1")
-        .run();
-
-    await hold(Date.now() + 30_000);
-    const inFlight = await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", body));
-    expectError(inFlight, 409, "idempotency_key_in_use", "Idempotency-Key");
-    // A different body is a misuse of the key whatever its state.
-    expectError(await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", { email: "x@example.com" })), 422, "idempotency_key_reused");
-    expect(await countSubscribers(t.workspace.id)).toBe(0);
-
-    await hold(Date.now() - 1);
-    const takenOver = await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", body));
-    expect(takenOver.status, takenOver.text).toBe(201);
-    expect(takenOver.headers.get("idempotent-replayed")).toBeNull();
-    expect(await countSubscribers(t.workspace.id)).toBe(1);
-    expectReplayOf(await t.call("POST", `${t.ws}/subscribers`, withKey("lease-key-1", body)), takenOver);
-  });
 });
 
-/**
- * Holds every statement whose SQL matches until `open()`: a request caught there is in flight
- * with its claim taken, as long as the test wants.
- */
-const holdStatements = (pattern: RegExp) => {
+/** Holds every D1 batch until `open()`: a request caught there is in flight, before its write commits. */
+const holdBatches = () => {
   let resolve = () => {};
-  const promise = new Promise<void>((done) => {
+  const gate = new Promise<void>((done) => {
     resolve = done;
   });
-  const prepare = env.DB.prepare.bind(env.DB);
-  const gated = (statement: D1PreparedStatement): D1PreparedStatement =>
-    new Proxy(statement, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (typeof value !== "function") return value;
-        if (prop === "bind") return (...args: unknown[]) => gated(value.apply(target, args));
-        if (prop === "all" || prop === "raw" || prop === "run" || prop === "first") {
-          return async (...args: unknown[]) => {
-            await promise;
-            return value.apply(target, args);
-          };
-        }
-        return value.bind(target);
-      },
-    });
-  const spy = vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
-    const statement = prepare(query);
-    return pattern.test(query) ? gated(statement) : statement;
+  const batch = env.DB.batch.bind(env.DB);
+  let held = 0;
+  const spy = vi.spyOn(env.DB, "batch").mockImplementation(async (statements) => {
+    held++;
+    await gate;
+    return batch(statements);
   });
-  return { open: resolve, spy };
+  return { open: resolve, spy, held: () => held };
 };
 
 describe("Idempotency-Key with a request in flight", () => {
-  it("answers 409 to retries while the first runs, then replays its result", async () => {
+  it("answers 409 to a retry while the first runs here, then replays its result", async () => {
     const t = await tenant();
     const body = { email: "slow@example.com" };
-    const gate = holdStatements(/^insert into "subscribers"/i);
+    const gate = holdBatches();
     const slow = t.call("POST", `${t.ws}/subscribers`, withKey("slow-key-1", body));
-    await vi.waitUntil(async () => (await keyRow(t.credential.id, "slow-key-1"))?.state === "processing");
+    await vi.waitUntil(() => gate.held() === 1);
 
     const retry = await t.call("POST", `${t.ws}/subscribers`, withKey("slow-key-1", body));
     expectError(retry, 409, "idempotency_key_in_use", "Idempotency-Key");
+    expect(retry.body.error.type).toBe("idempotency_error");
     expect(retry.headers.get("idempotent-replayed")).toBeNull();
+    // Nothing of the first request is written until its batch commits: no record, no row.
+    expect(await keyRow(t.credential.id, "slow-key-1")).toBeNull();
 
     gate.open();
     const first = await slow;
     expect(first.status, first.text).toBe(201);
+    gate.spy.mockRestore();
     expectReplayOf(await t.call("POST", `${t.ws}/subscribers`, withKey("slow-key-1", body)), first);
     expect(await countSubscribers(t.workspace.id)).toBe(1);
   });
 
-  it("keeps what the new holder stored when a holder that outlived its lease finishes late", async () => {
+  it("answers with the request that committed first when another isolate won the key: nothing of its own is written", async () => {
     const t = await tenant();
-    const body = { email: "late@example.com" };
-    const gate = holdStatements(/^insert into "subscribers"/i);
-    const late = t.call("POST", `${t.ws}/subscribers`, withKey("late-key-1", body));
-    await vi.waitUntil(async () => (await keyRow(t.credential.id, "late-key-1"))?.state === "processing");
-
-    // Its lease runs out; a retry takes the key over and completes first.
-    await env.DB.prepare("update idempotency_keys set locked_until = ? where credential_id = ? and key = ?")
-      .bind(Date.now() - 1, t.credential.id, "late-key-1")
-      .run();
-    gate.spy.mockRestore();
-    const takeover = await t.call("POST", `${t.ws}/subscribers`, withKey("late-key-1", body));
-    expect(takeover.status, takeover.text).toBe(201);
-
+    const body = { name: "Weekly", from_email: "news@example.com" };
     const put = vi.spyOn(env.IDEMPOTENCY_KV, "put");
-    gate.open();
-    const stale = await late;
-    // The late write found the email taken: the outcome it would have stored differs.
-    expectError(stale, 409, "subscriber_exists");
-    expect(put).not.toHaveBeenCalled();
-    expectReplayOf(await t.call("POST", `${t.ws}/subscribers`, withKey("late-key-1", body)), takeover);
-    expect(await countSubscribers(t.workspace.id)).toBe(1);
+    const winner = await t.call("POST", `${t.ws}/newsletters`, withKey("race-key-1", body));
+    expect(winner.status, winner.text).toBe(201);
+    // As seen from another isolate that has not met the key yet: KV has not got the answer there.
+    await env.IDEMPOTENCY_KV.delete(put.mock.calls[0]![0] as string);
+
+    const loser = await t.call("POST", `${t.ws}/newsletters`, withKey("race-key-1", body));
+    expectReplayOf(loser, winner);
+    const list = await t.call("GET", `${t.ws}/newsletters`);
+    expect(list.body.data.map((n: { id: string }) => n.id)).toEqual([winner.body.data.id]);
+
+    // Another body under the same key, in the same situation, is refused and writes nothing.
+    await env.IDEMPOTENCY_KV.delete(put.mock.calls[0]![0] as string);
+    const misuse = await t.call("POST", `${t.ws}/newsletters`, withKey("race-key-1", { ...body, name: "Other" }));
+    expectError(misuse, 422, "idempotency_key_reused", "Idempotency-Key");
+    expect((await t.call("GET", `${t.ws}/newsletters`)).body.data).toHaveLength(1);
   });
 });
 

@@ -22,6 +22,9 @@ describe("access log", () => {
       path: `/workspaces/${t.workspace.id}/subscribers`,
       status: 201,
       duration_ms: expect.any(Number),
+      // The credential's first use reads it from D1; the route's own budget is asserted in round-trips.test.ts.
+      db_calls: expect.any(Number),
+      kv_calls: 0,
       credential_id: t.credential.id,
     });
     expect(second).toMatchObject({ status: 400, request_id: denied.headers.get("request-id"), credential_id: t.credential.id });

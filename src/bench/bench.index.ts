@@ -1,6 +1,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { cursorCodec } from "../lib/cursor";
 import { newId } from "../lib/ids";
+import { signerFor } from "../lib/signing";
 import type { AppEnv } from "../lib/types";
 import { FANOUT_WINDOW } from "../sending/pipeline";
 import { sandboxIntegration } from "../sending/integrations/sandbox";
@@ -86,8 +87,8 @@ bench.get("/cursor", async (c) => {
   const row = await c.env.DB.prepare(sql)
     .bind(...params)
     .first<{ id: string }>();
-  if (!row || !c.env.CURSOR_SECRET) return c.json({ error: "no such position or no CURSOR_SECRET" }, 404);
-  const cursor = await cursorCodec(c.env.CURSOR_SECRET).encode(`subscribers:${workspaceId}`, row.id);
+  if (!row) return c.json({ error: "no such position" }, 404);
+  const cursor = await cursorCodec(signerFor(c.env)).encode(`subscribers:${workspaceId}`, row.id);
   return c.json({ position: row.id, cursor });
 });
 

@@ -1,3 +1,4 @@
+import { commit } from "../db/commit";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { afterPosition, envelope, toPage } from "../lib/http";
@@ -18,12 +19,10 @@ export const campaignsRouter = createRouter()
     const { workspace_id } = c.req.valid("param");
     const body = c.req.valid("json");
     const segmentId = body.segment_id ?? null;
-    // Newsletters and segments are never deleted, so a reference checked here stays valid.
-    if (!(await findNewsletter(c.var.db, workspace_id, body.newsletter_id))) throw missing("newsletter_id", body.newsletter_id);
-    if (segmentId !== null && !(await findSegment(c.var.db, workspace_id, segmentId))) throw missing("segment_id", segmentId);
     const now = Date.now();
-    const row = await insertCampaign(c.var.db, {
-      id: newId("campaign", now),
+    const id = newId("campaign", now);
+    const [[row]] = await commit(c, [insertCampaign(c.var.db, {
+      id,
       workspaceId: workspace_id,
       newsletterId: body.newsletter_id,
       segmentId,
@@ -34,8 +33,12 @@ export const campaignsRouter = createRouter()
       sentAt: null,
       createdAt: now,
       updatedAt: now,
-    });
-    return c.json(envelope(serializeCampaign(row)), 201);
+    })], { status: 201, resource: "campaign", id });
+    if (row) return c.json(envelope(serializeCampaign(row)), 201);
+    // Nothing inserted: say which reference names nothing in the workspace.
+    if (!(await findNewsletter(c.var.db, workspace_id, body.newsletter_id))) throw missing("newsletter_id", body.newsletter_id);
+    if (segmentId !== null && !(await findSegment(c.var.db, workspace_id, segmentId))) throw missing("segment_id", segmentId);
+    throw new Error(`campaign ${id} was not inserted, yet its newsletter and segment exist`);
   })
   .openapi(getCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
@@ -54,7 +57,7 @@ export const campaignsRouter = createRouter()
   .openapi(sendCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
     const body = c.req.valid("json") ?? {};
-    const operation = await startCampaignSend(c.var.db, c.env, {
+    const operation = await startCampaignSend(c, {
       workspaceId: workspace_id,
       campaignId: campaign_id,
       integrationSlug: body.integration_slug ?? undefined,

@@ -1,11 +1,24 @@
-import { and, desc, eq, lt } from "drizzle-orm";
+import { and, desc, eq, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { campaigns, campaignStatuses } from "../db/schema";
+import { insertWhere } from "../db/insert-where";
+import { campaigns, campaignStatuses, newsletters, segments } from "../db/schema";
 
 export type CampaignRow = typeof campaigns.$inferSelect;
 
+/**
+ * Inserts the campaign only if its newsletter (and segment, when it has one) exists in its workspace:
+ * no row back means one of them does not (newsletters and segments are never deleted, so the check
+ * stays true once made).
+ */
 export const insertCampaign = (db: Db, row: typeof campaigns.$inferInsert) =>
-  db.insert(campaigns).values(row).returning().get();
+  insertWhere(
+    db,
+    campaigns,
+    row,
+    sql`EXISTS (SELECT 1 FROM ${newsletters} WHERE ${newsletters.id} = ${row.newsletterId} AND ${newsletters.workspaceId} = ${row.workspaceId})
+        AND (${row.segmentId ?? null} IS NULL
+             OR EXISTS (SELECT 1 FROM ${segments} WHERE ${segments.id} = ${row.segmentId ?? null} AND ${segments.workspaceId} = ${row.workspaceId}))`,
+  );
 
 export const findCampaign = (db: Db, workspaceId: string, id: string) =>
   db

@@ -205,6 +205,10 @@ export const deliveries = sqliteTable(
   ],
 );
 
+/**
+ * One record per Idempotency-Key, written in the same D1 batch as the write it answers for (or, for an
+ * outcome that wrote nothing, after it), so a key is never recorded without its write or the reverse.
+ */
 export const idempotencyKeys = sqliteTable(
   "idempotency_keys",
   {
@@ -212,11 +216,8 @@ export const idempotencyKeys = sqliteTable(
     key: text().notNull(),
     /** SHA-256 over method, path (without /v1) and body bytes. */
     fingerprint: text().notNull(),
-    state: text({ enum: ["processing", "completed"] }).notNull(),
-    /** A `processing` claim whose holder died is free again after this instant (epoch ms). */
-    lockedUntil: integer().notNull(),
-    /** The stored response, kept until KV has it everywhere. */
-    response: text(),
+    /** The answer to replay (src/idempotency/stored-response.ts): a rendered response, or a resource snapshot. */
+    response: text().notNull(),
     createdAt: integer().notNull(),
     expiresAt: integer().notNull(),
   },
@@ -225,3 +226,13 @@ export const idempotencyKeys = sqliteTable(
     index("idempotency_keys_expires_idx").on(t.expiresAt),
   ],
 );
+
+/**
+ * Keys the service makes for itself. `signing` (32 random bytes, hex) signs cursors and every link the
+ * service mails; a migration creates it, so a deployment needs no secret for it.
+ */
+export const serviceKeys = sqliteTable("service_keys", {
+  name: text().primaryKey(),
+  secret: text().notNull(),
+  createdAt: integer().notNull(),
+});

@@ -18,6 +18,7 @@ export const errorCodes = {
   idempotency_key_reused: { status: 422, type: "idempotency_error" },
   rate_limited: { status: 429, type: "rate_limit_error" },
   internal_error: { status: 500, type: "api_error" },
+  configuration_error: { status: 503, type: "api_error" },
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppEnv } from "../lib/types";
 import { ApiError } from "./api-error";
+import { configurationProblemOf } from "./configuration";
 
 export type ErrorBody = {
   error: {
@@ -28,9 +29,11 @@ export const errorBody = (err: ApiError, requestId: string): ErrorBody => ({
 /** The one place an error becomes a response. Unknown throwables never leak their message. */
 export const renderError = (c: Context<AppEnv>, thrown: unknown): Response => {
   const err =
-    thrown instanceof ApiError ? thrown : new ApiError("internal_error", "An unexpected error occurred. It has been logged.");
-  if (!(thrown instanceof ApiError)) {
-    console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), error: describeForLog(thrown) }));
+    thrown instanceof ApiError
+      ? thrown
+      : (configurationProblemOf(thrown) ?? new ApiError("internal_error", "An unexpected error occurred. It has been logged."));
+  if (!(thrown instanceof ApiError) || err.status >= 500) {
+    console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), code: err.code, error: describeForLog(thrown) }));
   }
   for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value);
   c.header("Request-Id", c.get("requestId"));

@@ -1,5 +1,7 @@
 import type { Db } from "../db/client";
+import type { IdempotentRequest } from "../idempotency/idempotency";
 import type { CursorCodec } from "./cursor";
+import type { Signer } from "./signing";
 
 export const scopes = [
   "workspaces:read",
@@ -27,7 +29,14 @@ export type AppEnv = {
   Variables: {
     requestId: string;
     db: Db;
+    /** The idempotency-response KV namespace, its calls counted like D1's. */
+    kv: KVNamespace;
+    signer: Signer;
     cursors: CursorCodec;
+    /** Set when the request carries a valid Idempotency-Key: `commit` records it with the write. */
+    idempotency?: IdempotentRequest;
+    /** A client-side problem worth a warning-level log line (e.g. a body cut off mid-way). */
+    warning?: string;
     principal: Principal;
     /** Route template that matched (for logs), set once routing is known. */
     route?: string;

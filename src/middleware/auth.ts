@@ -39,13 +39,24 @@ export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
+/**
+ * Seconds until the rate limiter's current window ends. Its windows are fixed and aligned to the
+ * clock (a 60 s period rolls over at every whole minute), so that is when a rejected client may
+ * succeed again; never 0, so a client that honours it does not retry within the same window.
+ */
+export const secondsLeftInWindow = (periodSeconds: number, nowMs: number) => {
+  const periodMs = periodSeconds * 1000;
+  return Math.max(1, Math.ceil((periodMs - (nowMs % periodMs)) / 1000));
+};
+
 /** Per-credential limit through the Workers rate-limiting binding. */
 export const rateLimit = createMiddleware<AppEnv>(async (c, next) => {
   const { success } = await c.env.RATE_LIMITER.limit({ key: c.var.principal.credentialId });
   if (!success) {
-    const period = c.env.RATE_LIMIT_PERIOD || "60";
-    throw new ApiError("rate_limited", `Too many requests for this credential; retry after ${period} seconds`, {
-      headers: { "Retry-After": period },
+    const period = Number(c.env.RATE_LIMIT_PERIOD) || 60;
+    const wait = secondsLeftInWindow(period, Date.now());
+    throw new ApiError("rate_limited", `Too many requests for this credential; retry after ${wait} seconds`, {
+      headers: { "Retry-After": String(wait) },
     });
   }
   await next();

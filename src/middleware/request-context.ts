@@ -1,35 +1,54 @@
-import type { HonoRequest } from "hono";
+import type { Context, HonoRequest } from "hono";
 import { createMiddleware } from "hono/factory";
 import { createDb, type Db } from "../db/client";
 import { ApiError } from "../errors/api-error";
+import { ConfigurationError, missingBindings } from "../errors/configuration";
 import { cursorCodec } from "../lib/cursor";
 import { newId } from "../lib/ids";
+import { countedD1, countedKv, countRoundTrips, newRoundTrips, serverTiming } from "../lib/round-trips";
+import { signerFor } from "../lib/signing";
 import type { AppEnv } from "../lib/types";
 
 /**
- * First middleware: gives the request its id (echoed as `Request-Id`), its per-request services,
- * and writes the one structured log line when the response is ready.
+ * First middleware: gives the request its id (echoed as `Request-Id`), its per-request services and
+ * its round-trip count (`Server-Timing`), and writes the one structured log line when the response
+ * is ready. A deployment missing a binding answers 503 configuration_error naming it (except /health,
+ * which reports it).
  */
 export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   const started = Date.now();
   const requestId = newId("request", started);
   c.set("requestId", requestId);
-  c.set("db", dbFor(c.env.DB));
-  c.set("cursors", lazyCursors(c.env.CURSOR_SECRET));
-  await next();
+  const trips = newRoundTrips();
+  await countRoundTrips(trips, async () => {
+    const missing = missingBindings(c.env);
+    if (missing.length > 0 && c.req.path !== "/health") throw ConfigurationError.bindings(missing);
+    if (missing.length === 0) {
+      const d1 = countedD1(c.env.DB);
+      c.set("db", dbFor(d1));
+      c.set("kv", countedKv(c.env.IDEMPOTENCY_KV));
+      c.set("signer", signerFor({ DB: d1, CURSOR_SECRET: c.env.CURSOR_SECRET }));
+      c.set("cursors", cursorCodec(c.var.signer));
+    }
+    await next();
+  });
   c.header("Request-Id", requestId);
-  console.log(
-    JSON.stringify({
-      level: "info",
-      request_id: requestId,
-      method: c.req.method,
-      route: c.get("route") ?? null,
-      path: c.req.path,
-      status: c.res.status,
-      duration_ms: Date.now() - started,
-      credential_id: c.get("principal")?.credentialId ?? null,
-    }),
-  );
+  c.header("Server-Timing", serverTiming(trips));
+  const status = c.res.status;
+  const line = {
+    level: status >= 500 ? "error" : c.get("warning") ? "warn" : "info",
+    request_id: requestId,
+    method: c.req.method,
+    route: c.get("route") ?? null,
+    path: c.req.path,
+    status,
+    duration_ms: Date.now() - started,
+    db_calls: trips.db.calls,
+    kv_calls: trips.kv.calls,
+    credential_id: c.get("principal")?.credentialId ?? null,
+    ...(c.get("warning") && { warning: c.get("warning") }),
+  };
+  (line.level === "warn" ? console.warn : console.log)(JSON.stringify(line));
 });
 
 // drizzle() walks the whole schema to build its relational config: a fifth of a simple read's CPU
@@ -44,52 +63,92 @@ const dbFor = (d1: D1Database): Db => {
   return db;
 };
 
-const lazyCursors = (secret: string | undefined): ReturnType<typeof cursorCodec> => {
-  if (secret) return cursorCodec(secret);
-  const unconfigured = () => Promise.reject(new Error("CURSOR_SECRET is not configured"));
-  return { encode: unconfigured, decode: unconfigured };
-};
-
-const MAX_BODY_BYTES = 64 * 1024;
+/** The default cap on a request body; a route may set its own (`apiRoute`'s `maxBodyBytes`). */
+export const MAX_BODY_BYTES = 64 * 1024;
 /** `application/json`, with parameters (charset) allowed; not other `+json` types. */
 const JSON_TYPE = /^application\/json\s*(?:;.*)?$/i;
 
 /**
  * Reads and checks a request body once, before the route's validators: size (413), media type (415)
- * and JSON syntax (400 invalid_json). The decoded text goes into Hono's body cache, which its JSON validator
- * reads (an empty body reads as `{}`, so a body-less POST sent with a JSON content type is fine); the
- * raw bytes stay cached for idempotency fingerprints.
+ * and JSON syntax (400 invalid_json). The decoded text goes into Hono's body cache, which its JSON
+ * validator reads (an empty body reads as `{}`, so a body-less POST sent with a JSON content type is
+ * fine); the raw bytes stay cached for idempotency fingerprints.
  */
-export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
-  if (c.req.method === "GET" || c.req.method === "HEAD" || c.req.method === "OPTIONS") return next();
-  const tooLarge = () => new ApiError("payload_too_large", `Request body must be at most ${MAX_BODY_BYTES} bytes`);
-  if (Number(c.req.header("content-length") ?? 0) > MAX_BODY_BYTES) throw tooLarge();
-  const bytes = await c.req.arrayBuffer();
-  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge();
-  if (bytes.byteLength === 0) {
-    cacheText(c.req, "{}");
+export const readJsonBody = (maxBytes = MAX_BODY_BYTES) =>
+  createMiddleware<AppEnv>(async (c, next) => {
+    if (c.req.method === "GET" || c.req.method === "HEAD" || c.req.method === "OPTIONS") return next();
+    const bytes = await readCapped(c, maxBytes);
+    cacheBytes(c.req, bytes);
+    if (bytes.byteLength === 0) {
+      cacheText(c.req, "{}");
+      return next();
+    }
+    const contentType = c.req.header("content-type");
+    if (!contentType || !JSON_TYPE.test(contentType)) {
+      throw new ApiError("unsupported_media_type", "Request body must be JSON, sent with Content-Type: application/json");
+    }
+    let text: string;
+    let parsed: unknown;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+      parsed = JSON.parse(text);
+    } catch {
+      throw new ApiError("invalid_json", "Request body is not valid JSON");
+    }
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+      throw new ApiError("invalid_json", "Request body must be a JSON object");
+    }
+    cacheText(c.req, text);
     return next();
-  }
-  const contentType = c.req.header("content-type");
-  if (!contentType || !JSON_TYPE.test(contentType)) {
-    throw new ApiError("unsupported_media_type", "Request body must be JSON, sent with Content-Type: application/json");
-  }
-  let text: string;
-  let parsed: unknown;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ApiError("invalid_json", "Request body is not valid JSON");
-  }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw new ApiError("invalid_json", "Request body must be a JSON object");
-  }
-  cacheText(c.req, text);
-  return next();
-});
+  });
 
-// Hono keeps promises in its body cache (its type says values): `json()` chains on the cached text.
+export const jsonBody = readJsonBody();
+
+/**
+ * The body, read as a stream with the cap enforced while reading: a chunked upload without
+ * Content-Length is refused after at most `maxBytes` plus one chunk, never buffered whole. A body
+ * that ends early (the client went away) is the client's problem: a 400, logged as a warning.
+ */
+const readCapped = async (c: Context<AppEnv>, maxBytes: number): Promise<Uint8Array> => {
+  const tooLarge = () => new ApiError("payload_too_large", `Request body must be at most ${maxBytes} bytes`);
+  if (Number(c.req.header("content-length") ?? 0) > maxBytes) throw tooLarge();
+  const body = c.req.raw.body;
+  if (!body) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) {
+        reader.cancel().catch(() => {});
+        throw tooLarge();
+      }
+      chunks.push(value);
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    c.set("warning", `request body could not be read: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ApiError("invalid_json", "The request body ended before it was complete");
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+};
+
+// Hono keeps promises in its body cache (its type says values): `json()` chains on the cached text,
+// `arrayBuffer()` (the idempotency fingerprint) on the cached bytes.
 const cacheText = (req: HonoRequest, text: string) => {
   (req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(text);
+};
+const cacheBytes = (req: HonoRequest, bytes: Uint8Array) => {
+  (req.bodyCache as { arrayBuffer?: Promise<ArrayBuffer> }).arrayBuffer = Promise.resolve(
+    bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+  );
 };

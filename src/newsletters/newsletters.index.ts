@@ -1,3 +1,4 @@
+import { commit } from "../db/commit";
 import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { afterPosition, envelope, toPage } from "../lib/http";
@@ -11,8 +12,9 @@ export const newslettersRouter = createRouter()
     const { workspace_id } = c.req.valid("param");
     const body = c.req.valid("json");
     const now = Date.now();
-    const row = await insertNewsletter(c.var.db, {
-      id: newId("newsletter", now),
+    const id = newId("newsletter", now);
+    const [[row]] = await commit(c, [insertNewsletter(c.var.db, {
+      id,
       workspaceId: workspace_id,
       name: body.name,
       fromName: body.from_name ?? null,
@@ -20,8 +22,8 @@ export const newslettersRouter = createRouter()
       replyTo: body.reply_to ?? null,
       createdAt: now,
       updatedAt: now,
-    });
-    return c.json(envelope(serializeNewsletter(row)), 201);
+    })], { status: 201, resource: "newsletter", id });
+    return c.json(envelope(serializeNewsletter(row!)), 201);
   })
   .openapi(getNewsletter, async (c) => {
     const { workspace_id, newsletter_id } = c.req.valid("param");

@@ -5,7 +5,7 @@ import { newsletters } from "../db/schema";
 export type NewsletterRow = typeof newsletters.$inferSelect;
 
 export const insertNewsletter = (db: Db, row: typeof newsletters.$inferInsert) =>
-  db.insert(newsletters).values(row).returning().get();
+  db.insert(newsletters).values(row).returning();
 
 export const findNewsletter = (db: Db, workspaceId: string, id: string) =>
   db

@@ -1,3 +1,4 @@
+import { commit } from "../db/commit";
 import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { afterPosition, envelope, toPage } from "../lib/http";
@@ -11,15 +12,16 @@ export const segmentsRouter = createRouter()
     const { workspace_id } = c.req.valid("param");
     const body = c.req.valid("json");
     const now = Date.now();
-    const row = await insertSegment(c.var.db, {
-      id: newId("segment", now),
+    const id = newId("segment", now);
+    const [[row]] = await commit(c, [insertSegment(c.var.db, {
+      id,
       workspaceId: workspace_id,
       name: body.name,
       filter: storedFilter(body.filter),
       createdAt: now,
       updatedAt: now,
-    });
-    return c.json(envelope(serializeSegment(row)), 201);
+    })], { status: 201, resource: "segment", id });
+    return c.json(envelope(serializeSegment(row!)), 201);
   })
   .openapi(getSegment, async (c) => {
     const { workspace_id, segment_id } = c.req.valid("param");

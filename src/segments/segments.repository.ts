@@ -5,7 +5,7 @@ import { segments } from "../db/schema";
 export type SegmentRow = typeof segments.$inferSelect;
 
 export const insertSegment = (db: Db, row: typeof segments.$inferInsert) =>
-  db.insert(segments).values(row).returning().get();
+  db.insert(segments).values(row).returning();
 
 export const findSegment = (db: Db, workspaceId: string, id: string) =>
   db

@@ -1,9 +1,9 @@
-import type { Db } from "../db/client";
+import type { Context } from "hono";
+import { commit } from "../db/commit";
 import { ApiError, notFound } from "../errors/api-error";
 import { findCampaign } from "../campaigns/campaigns.repository";
 import { newId } from "../lib/ids";
-import type { CredentialMode } from "../lib/types";
-import { findOperation } from "../operations/operations.repository";
+import type { AppEnv, CredentialMode } from "../lib/types";
 import { integrationSlugs, isIntegrationSlug, resolveIntegration } from "./integrations";
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import { createSendOperation } from "./send.repository";
@@ -20,14 +20,11 @@ const notSendable = (status: string) =>
   new ApiError("campaign_not_sendable", `Only a draft campaign can be sent; this one is ${status}`);
 
 /**
- * Creates the send operation and moves the campaign out of `draft` in one atomic batch, then
- * enqueues its start. An enqueue that fails after the commit loses nothing: the cron sweeper
- * starts any operation still `queued` a minute after it was due.
+ * Creates the send operation and moves the campaign out of `draft` in one atomic batch (with the
+ * request's Idempotency-Key record), then enqueues its start. An enqueue that fails after the commit
+ * loses nothing: the cron sweeper starts any operation still `queued` a minute after it was due.
  */
-export const startCampaignSend = async (db: Db, env: Env, request: SendRequest) => {
-  const campaign = await findCampaign(db, request.workspaceId, request.campaignId);
-  if (!campaign) throw notFound("campaign", request.campaignId);
-
+export const startCampaignSend = async (c: Context<AppEnv>, request: SendRequest) => {
   const slug = request.integrationSlug ?? "sandbox";
   if (!isIntegrationSlug(slug)) {
     throw new ApiError("unknown_integration", `No integration is named ${slug}; use one of: ${integrationSlugs.join(", ")}`, {
@@ -36,48 +33,48 @@ export const startCampaignSend = async (db: Db, env: Env, request: SendRequest) 
   }
   // Test credentials never deliver real mail, whatever they ask for.
   const deliveryIntegration = request.mode === "test" ? "sandbox" : slug;
-  if (!resolveIntegration(deliveryIntegration, env)) {
+  if (!resolveIntegration(deliveryIntegration, c.env)) {
     throw new ApiError("unknown_integration", `The ${slug} integration is not configured in this deployment`, {
       param: "integration_slug",
     });
   }
-  if (campaign.status !== "draft") throw notSendable(campaign.status);
 
   const now = Date.now();
-  const startAt = campaign.scheduledAt !== null && campaign.scheduledAt > now ? campaign.scheduledAt : now;
-  const operationId = newId("operation", now);
-  const won = await createSendOperation(db.$client, {
-    id: operationId,
-    workspaceId: request.workspaceId,
-    campaignId: campaign.id,
-    integrationSlug: slug,
-    deliveryIntegration,
-    mode: request.mode,
-    startAt,
-    campaignStatus: startAt > now ? "scheduled" : "sending",
-    now,
-  });
-  if (!won) {
-    const current = await findCampaign(db, request.workspaceId, request.campaignId);
-    throw notSendable(current?.status ?? "not a draft");
+  const id = newId("operation", now);
+  const [, [operation]] = await commit(
+    c,
+    createSendOperation(c.var.db, {
+      id,
+      workspaceId: request.workspaceId,
+      campaignId: request.campaignId,
+      integrationSlug: slug,
+      deliveryIntegration,
+      mode: request.mode,
+      now,
+    }),
+    { status: 202, resource: "operation", id },
+  );
+  if (!operation) {
+    // Nothing changed: the campaign does not exist here, or is not a draft (another send won).
+    const campaign = await findCampaign(c.var.db, request.workspaceId, request.campaignId);
+    if (!campaign) throw notFound("campaign", request.campaignId);
+    throw notSendable(campaign.status);
   }
 
-  const delaySeconds = Math.ceil((startAt - now) / 1000);
+  const delaySeconds = Math.ceil(((operation.startAt ?? now) - now) / 1000);
   if (delaySeconds <= MAX_QUEUE_DELAY_SECONDS) {
     try {
-      await env.SEND_QUEUE.send({ type: "start", operation_id: operationId } satisfies SendMessage, { delaySeconds });
+      await c.env.SEND_QUEUE.send({ type: "start", operation_id: id } satisfies SendMessage, { delaySeconds: Math.max(0, delaySeconds) });
     } catch (err) {
       console.error(
         JSON.stringify({
           level: "error",
           event: "send_enqueue_failed",
-          operation_id: operationId,
+          operation_id: id,
           error: err instanceof Error ? err.message : String(err),
         }),
       );
     }
   }
-  const operation = await findOperation(db, request.workspaceId, operationId);
-  if (!operation) throw new Error(`operation ${operationId} vanished after its creation`);
   return operation;
 };

@@ -1,4 +1,7 @@
-import type { SegmentFilter } from "../db/schema";
+import { and, eq, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { insertWhere } from "../db/insert-where";
+import { campaigns, operations, type SegmentFilter } from "../db/schema";
 import type { DeliveryError } from "./integrations/types";
 
 // The send's operation: its state as the steps read it, its creation with the campaign's move out of
@@ -91,33 +94,43 @@ export type NewOperation = {
   integrationSlug: string;
   deliveryIntegration: string;
   mode: "test" | "live";
-  startAt: number;
-  campaignStatus: "sending" | "scheduled";
   now: number;
 };
 
 /**
- * One atomic batch: the operation is created only if the campaign is still a draft, and the
- * campaign leaves `draft` in the same transaction. Of any number of concurrent sends, exactly one
- * sees its INSERT return a row. Returns whether this one won.
+ * The send's two statements, for one atomic batch: the campaign leaves `draft` (for `scheduled` when
+ * its scheduled_at is still ahead, else `sending`), and the operation is created only if that update
+ * changed the campaign. Of any number of concurrent sends, exactly one gets the operation row back.
+ * The operation starts at the campaign's scheduled_at when that is later than now.
  */
-export const createSendOperation = async (d1: D1Database, op: NewOperation): Promise<boolean> => {
-  const [inserted] = await d1.batch([
-    d1
-      .prepare(
-        `INSERT INTO operations (id, workspace_id, campaign_id, type, status, integration_slug, delivery_integration, mode,
-                                 total, delivered, failed, fanout_cursor, fanout_done, start_at, error, created_at, updated_at, completed_at)
-         SELECT ?1, ?2, ?3, 'campaign_send', 'queued', ?4, ?5, ?6, 0, 0, 0, NULL, 0, ?7, NULL, ?8, ?8, NULL
-          WHERE EXISTS (SELECT 1 FROM campaigns WHERE id = ?3 AND workspace_id = ?2 AND status = 'draft')
-         RETURNING id`,
-      )
-      .bind(op.id, op.workspaceId, op.campaignId, op.integrationSlug, op.deliveryIntegration, op.mode, op.startAt, op.now),
-    d1
-      .prepare(`UPDATE campaigns SET status = ?1, updated_at = ?2 WHERE id = ?3 AND status = 'draft'`)
-      .bind(op.campaignStatus, op.now, op.campaignId),
-  ]);
-  return (inserted?.results.length ?? 0) === 1;
-};
+export const createSendOperation = (db: Db, op: NewOperation) =>
+  [
+    db
+      .update(campaigns)
+      .set({
+        status: sql`CASE WHEN ${campaigns.scheduledAt} > ${op.now} THEN 'scheduled' ELSE 'sending' END`,
+        updatedAt: op.now,
+      })
+      .where(and(eq(campaigns.id, op.campaignId), eq(campaigns.workspaceId, op.workspaceId), eq(campaigns.status, "draft"))),
+    insertWhere(
+      db,
+      operations,
+      {
+        id: op.id,
+        workspaceId: op.workspaceId,
+        campaignId: op.campaignId,
+        type: "campaign_send",
+        status: "queued",
+        integrationSlug: op.integrationSlug,
+        deliveryIntegration: op.deliveryIntegration,
+        mode: op.mode,
+        startAt: sql`(SELECT max(coalesce(${campaigns.scheduledAt}, 0), ${op.now}) FROM ${campaigns} WHERE ${campaigns.id} = ${op.campaignId})`,
+        createdAt: op.now,
+        updatedAt: op.now,
+      },
+      sql`changes() > 0`,
+    ),
+  ] as const;
 
 // ---- start ----
 

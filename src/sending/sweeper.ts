@@ -1,12 +1,14 @@
+import { purgeExpiredRecords } from "../idempotency/idempotency";
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import { findSweepCandidates } from "./sweep.repository";
 
 const MINUTE = 60_000;
 
 /**
- * The cron trigger (every minute): starts sends scheduled beyond the queue's longest delay, and
- * re-enqueues work that a lost or failed enqueue left behind. Every message it sends is safe to
- * receive twice, so a sweep that races the normal flow only costs a little duplicate reading.
+ * The cron trigger (every minute): starts sends scheduled beyond the queue's longest delay,
+ * re-enqueues work that a lost or failed enqueue left behind, and purges expired Idempotency-Key
+ * records. Every message it sends is safe to receive twice, so a sweep that races the normal flow
+ * only costs a little duplicate reading.
  */
 export const sweep = async (env: Env, now: number): Promise<void> => {
   const found = await findSweepCandidates(env.DB, now, {
@@ -27,4 +29,15 @@ export const sweep = async (env: Env, now: number): Promise<void> => {
     ...found.stalledDelivery.map((id) => ({ body: { type: "deliver", operation_id: id, from: null, to: null } as const })),
   ];
   for (let i = 0; i < requests.length; i += 100) await env.SEND_QUEUE.sendBatch(requests.slice(i, i + 100));
+  await purgeIdempotencyRecords(env.DB, now);
+};
+
+/**
+ * Idempotency-Key records past their 24 h: bounded deletes, so a sweep stays short, and enough of
+ * them per minute (up to 10,000) to keep up with any ordinary write rate.
+ */
+const purgeIdempotencyRecords = async (d1: D1Database, now: number) => {
+  for (let round = 0; round < 10; round++) {
+    if ((await purgeExpiredRecords(d1, now, 1000)) < 1000) return;
+  }
 };

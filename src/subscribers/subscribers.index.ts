@@ -1,3 +1,4 @@
+import { commit } from "../db/commit";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { afterPosition, envelope, toPage } from "../lib/http";
@@ -25,8 +26,9 @@ export const subscribersRouter = createRouter()
     const { workspace_id } = c.req.valid("param");
     const body = c.req.valid("json");
     const now = Date.now();
-    const row = await insertSubscriber(c.var.db, {
-      id: newId("subscriber", now),
+    const id = newId("subscriber", now);
+    const [[row]] = await commit(c, [insertSubscriber(c.var.db, {
+      id,
       workspaceId: workspace_id,
       email: body.email,
       emailKey: emailKey(body.email),
@@ -37,7 +39,7 @@ export const subscribersRouter = createRouter()
       source: body.source ?? null,
       createdAt: now,
       updatedAt: now,
-    });
+    })], { status: 201, resource: "subscriber", id });
     if (!row) throw emailTaken(body.email, (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email))?.id);
     return c.json(envelope(serializeSubscriber(row)), 201);
   })
@@ -57,7 +59,11 @@ export const subscribersRouter = createRouter()
     if (body.location !== undefined) changes.location = body.location;
     if (body.source !== undefined) changes.source = body.source;
     if (body.status !== undefined) changes.status = body.status;
-    const row = await updateSubscriber(c.var.db, workspace_id, subscriber_id, changes);
+    const [[row]] = await commit(c, [updateSubscriber(c.var.db, workspace_id, subscriber_id, changes)], {
+      status: 200,
+      resource: "subscriber",
+      id: subscriber_id,
+    });
     if (row) return c.json(envelope(serializeSubscriber(row)), 200);
     if (!(await findSubscriber(c.var.db, workspace_id, subscriber_id))) throw notFound("subscriber", subscriber_id);
     throw emailTaken(body.email ?? "", (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email ?? ""))?.id);

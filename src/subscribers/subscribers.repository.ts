@@ -24,9 +24,9 @@ export const findSubscriberIdByEmail = (db: Db, workspaceId: string, email: stri
     .where(and(eq(subscribers.workspaceId, workspaceId), eq(subscribers.emailKey, emailKey(email))))
     .get();
 
-/** Inserts unless the email is taken in the workspace; undefined means it was. */
+/** Inserts unless the email is taken in the workspace (then it returns no row). */
 export const insertSubscriber = (db: Db, row: typeof subscribers.$inferInsert) =>
-  db.insert(subscribers).values(row).onConflictDoNothing().returning().get();
+  db.insert(subscribers).values(row).onConflictDoNothing().returning();
 
 export type SubscriberChanges = Partial<
   Pick<SubscriberRow, "email" | "emailKey" | "name" | "tags" | "location" | "source" | "status">
@@ -34,7 +34,7 @@ export type SubscriberChanges = Partial<
 
 /**
  * Applies the changes unless the new email belongs to another subscriber of the workspace (checked
- * in the same statement); undefined means not found or email taken.
+ * in the same statement); no row back means not found or email taken.
  */
 export const updateSubscriber = (db: Db, workspaceId: string, id: string, changes: SubscriberChanges) => {
   const alias = sql`other`;
@@ -52,8 +52,7 @@ export const updateSubscriber = (db: Db, workspaceId: string, id: string, change
             ),
       ),
     )
-    .returning()
-    .get();
+    .returning();
 };
 
 export type SubscriberFilter = { status?: Status; tag?: string; email?: string };
