@@ -15,6 +15,11 @@ describe("unsubscribe tokens", () => {
     expect(unsubscribeUrl("http://localhost:8787/", token)).toBe(`http://localhost:8787/u/${token}`);
   });
 
+  it("also carry ids of other shapes", async () => {
+    const odd = { subscriberId: "sub_imported42", campaignId: "cmp_x" };
+    expect(await readUnsubscribeToken(signer, await unsubscribeToken(signer, odd))).toEqual(odd);
+  });
+
   it("cannot be altered or forged", async () => {
     const token = await unsubscribeToken(signer, target);
     const other = await unsubscribeToken(signer, { ...target, campaignId: newId("campaign") });

@@ -3,14 +3,18 @@ import { idPrefixes } from "../lib/ids";
 import type { Signer } from "../lib/signing";
 
 // The token in every unsubscribe link: opaque, URL-safe, signed, naming the subscriber and the
-// campaign. Layout: base64url of [version 1][subscriber ULID, 16 bytes][campaign ULID, 16 bytes]
-// (44 characters), then the 16-byte signature over both ids (22 characters): 66 characters in all.
+// campaign. Layout: base64url of a payload, then the 16-byte signature over both ids (22 characters).
+// The payload is [1][subscriber ULID, 16 bytes][campaign ULID, 16 bytes] (44 characters: 66 in all)
+// for ids the service made; [2][the ids as text, space-separated] for any other (imported) shape.
 // No expiry: a link in an old newsletter must keep working; the ids alone say what it may change.
 
 const PURPOSE = "unsubscribe";
 const VERSION = 1;
-const PAYLOAD_CHARS = 44;
+const TEXT_VERSION = 2;
 const SIGNATURE_CHARS = 22;
+const MAX_TOKEN_CHARS = 400;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 
@@ -44,27 +48,46 @@ const ulidPart = (id: string, prefix: string): string | null => {
 
 const signedMessage = (target: UnsubscribeTarget) => `${target.subscriberId}:${target.campaignId}`;
 
-export const unsubscribeToken = async (signer: Signer, target: UnsubscribeTarget): Promise<string> => {
+const payloadOf = (target: UnsubscribeTarget): Uint8Array => {
   const subscriber = ulidPart(target.subscriberId, idPrefixes.subscriber);
   const campaign = ulidPart(target.campaignId, idPrefixes.campaign);
-  if (subscriber === null || campaign === null) throw new Error("unsubscribe tokens name a subscriber and a campaign by their ids");
+  if (subscriber === null || campaign === null) {
+    const text = encoder.encode(`${target.subscriberId} ${target.campaignId}`);
+    const payload = new Uint8Array(text.length + 1);
+    payload[0] = TEXT_VERSION;
+    payload.set(text, 1);
+    return payload;
+  }
   const payload = new Uint8Array(33);
   payload[0] = VERSION;
   ulidBytes(subscriber, payload, 1);
   ulidBytes(campaign, payload, 17);
-  return `${base64UrlEncode(payload)}${await signer.sign(PURPOSE, signedMessage(target))}`;
+  return payload;
 };
+
+const targetOf = (payload: Uint8Array): UnsubscribeTarget | null => {
+  if (payload[0] === VERSION && payload.length === 33) {
+    return { subscriberId: `${idPrefixes.subscriber}${ulidOf(payload, 1)}`, campaignId: `${idPrefixes.campaign}${ulidOf(payload, 17)}` };
+  }
+  if (payload[0] !== TEXT_VERSION) return null;
+  try {
+    const [subscriberId, campaignId, ...rest] = decoder.decode(payload.subarray(1)).split(" ");
+    return subscriberId && campaignId && rest.length === 0 ? { subscriberId, campaignId } : null;
+  } catch {
+    return null;
+  }
+};
+
+export const unsubscribeToken = async (signer: Signer, target: UnsubscribeTarget): Promise<string> =>
+  `${base64UrlEncode(payloadOf(target))}${await signer.sign(PURPOSE, signedMessage(target))}`;
 
 /** The subscriber and campaign a token names, or null when it is malformed, altered or forged. */
 export const readUnsubscribeToken = async (signer: Signer, token: string): Promise<UnsubscribeTarget | null> => {
-  if (token.length !== PAYLOAD_CHARS + SIGNATURE_CHARS) return null;
-  const payload = base64UrlDecode(token.slice(0, PAYLOAD_CHARS));
-  if (!payload || payload.length !== 33 || payload[0] !== VERSION) return null;
-  const target = {
-    subscriberId: `${idPrefixes.subscriber}${ulidOf(payload, 1)}`,
-    campaignId: `${idPrefixes.campaign}${ulidOf(payload, 17)}`,
-  };
-  return (await signer.verify(PURPOSE, signedMessage(target), token.slice(PAYLOAD_CHARS))) ? target : null;
+  if (token.length <= SIGNATURE_CHARS || token.length > MAX_TOKEN_CHARS) return null;
+  const payload = base64UrlDecode(token.slice(0, -SIGNATURE_CHARS));
+  const target = payload && payload.length > 0 ? targetOf(payload) : null;
+  if (!target) return null;
+  return (await signer.verify(PURPOSE, signedMessage(target), token.slice(-SIGNATURE_CHARS))) ? target : null;
 };
 
 /** The link every campaign message carries, and that `unsubscribe_url` renders. */
