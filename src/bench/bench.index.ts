@@ -7,6 +7,8 @@ import { FANOUT_WINDOW } from "../sending/pipeline";
 import { sandboxIntegration } from "../sending/integrations/sandbox";
 import { deliveryInsertStatements } from "../sending/deliveries.repository";
 import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.statements";
+import { composeEmail, composerFor } from "../sending/compose";
+import { BENCH_TEMPLATE } from "./bench.content";
 
 // Baselines for bench/run.mjs, served by the same worker: `/bench/constant` is the framework's floor
 // (routing and the request-context middleware, nothing else) and `/bench/raw/*` the storage floor
@@ -98,6 +100,25 @@ bench.get("/cursor", async (c) => {
  * (the page read, then the batched INSERT … SELECT FROM json_each and the operation's counters), each
  * row created already sent, as a sandbox send creates it.
  */
+// Renders `n` messages of the content benchmark's template, as one queue message does: compiled once,
+// then one signed link and one render per recipient. The client times n against n = 0.
+bench.get("/content-template", (c) => c.json(BENCH_TEMPLATE));
+
+bench.post("/render", async (c) => {
+  const n = Math.min(Number(c.req.query("n") ?? 0), 100_000);
+  const composer = composerFor(
+    { campaignId: "cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T", ...BENCH_TEMPLATE, newsletterName: "Bench Weekly", address: "1 Bench Street", fromName: "Bench", fromEmail: "bench@bench.example", replyTo: null },
+    c.env,
+    signerFor(c.env),
+  );
+  let bytes = 0;
+  for (let i = 0; i < n; i++) {
+    const email = await composeEmail(composer, { id: newId("subscriber"), email: `user${i}@example.com`, name: `User ${i}`, tags: ["a"], location: "Paris", source: null }, "dlv_bench");
+    bytes += (email.html?.length ?? 0) + email.text.length;
+  }
+  return c.json({ n, bytes });
+});
+
 bench.post("/raw/fanout", async (c) => {
   const { workspace_id: workspaceId, campaign_id: campaignId } = await c.req.json<{ workspace_id: string; campaign_id: string }>();
   const started = Date.now();
