@@ -80,10 +80,19 @@ export const htmlEngine = configure(true);
 export const plainEngine = configure(false);
 export type Engine = typeof htmlEngine;
 
-/** Renders parsed `templates` with `scope`, synchronously, failing past `maxChars` of output. */
-export const renderBounded = (engine: Engine, templates: Template[], scope: object, maxChars: number): string => {
-  const ctx = new Context(scope, engine.options, { sync: true }, { liquid: engine });
+/**
+ * One render context per message, shared by its parts (escaping is decided when a template is parsed,
+ * so html and plain templates render in the same context): one allocation budget per message.
+ */
+export const renderContext = (scope: object): Context => new Context(scope, plainEngine.options, { sync: true }, { liquid: plainEngine });
+
+/** Renders parsed `templates` in `ctx`, synchronously, failing past `maxChars` of output. */
+export const renderIn = (ctx: Context, templates: Template[], maxChars: number): string => {
   const emitter = new BoundedEmitter(maxChars);
-  toValueSync(engine.renderer.renderTemplates(templates, ctx, emitter));
+  toValueSync(plainEngine.renderer.renderTemplates(templates, ctx, emitter));
   return emitter.buffer;
 };
+
+/** Renders parsed `templates` with `scope` in a context of their own. */
+export const renderBounded = (templates: Template[], scope: object, maxChars: number): string =>
+  renderIn(renderContext(scope), templates, maxChars);

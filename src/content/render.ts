@@ -1,5 +1,6 @@
 import type { Template } from "liquidjs";
-import { htmlEngine, plainEngine, renderBounded } from "./engine";
+import type { Context } from "liquidjs";
+import { htmlEngine, plainEngine, renderContext, renderIn } from "./engine";
 import { deriveTextTemplate, htmlToText, tidyText } from "./html-text";
 import { FOOTER_TEXT, wrapHtml } from "./layout";
 import { parseTemplate, renderProblem, type TemplateField, usesUnsubscribeUrl } from "./validate";
@@ -27,6 +28,7 @@ export const SAMPLE_RECIPIENT: Recipient = {
 };
 
 type TextPart =
+  /** `tidy`: the template has tags, which may leave blank lines behind in derived text. */
   | { kind: "template"; templates: Template[]; tidy: boolean }
   /** The html's Liquid did not survive conversion: its own rendered html is converted per message. */
   | { kind: "from_rendered_html"; html: Template[]; footer: Template[] | null }
@@ -67,7 +69,9 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
     const derived = deriveTextTemplate(content.html);
     const templates = derived === null ? null : tryParse(derived);
     const footer = htmlFooter ? footerText : null;
-    text = templates ? { kind: "template", templates: footer ? [...templates, ...footer] : templates, tidy: true } : { kind: "from_rendered_html", html: ownHtml, footer };
+    text = templates
+      ? { kind: "template", templates: footer ? [...templates, ...footer] : templates, tidy: derived?.includes("{%") ?? true }
+      : { kind: "from_rendered_html", html: ownHtml, footer };
   } else {
     text = { kind: "fallback", footer: footerText };
   }
@@ -103,15 +107,16 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
     unsubscribe_url: unsubscribeUrl,
     _address: campaign.newsletter.address,
   };
-  const subject = part("subject", () => oneLine(renderBounded(plainEngine, campaign.subject, scope, MAX_RENDERED.subject)));
+  const ctx = renderContext(scope);
+  const subject = part("subject", () => oneLine(renderIn(ctx, campaign.subject, MAX_RENDERED.subject)));
   scope.campaign = { subject };
   const preheader = campaign.preheader
-    ? part("preheader", () => oneLine(renderBounded(plainEngine, campaign.preheader ?? [], scope, MAX_RENDERED.preheader)))
+    ? part("preheader", () => oneLine(renderIn(ctx, campaign.preheader ?? [], MAX_RENDERED.preheader)))
     : "";
   // In Liquid an empty string is truthy: no preheader is nil, so the hidden block is left out.
   scope._preheader = preheader || null;
-  const html = campaign.html ? part("html", () => renderBounded(htmlEngine, campaign.html ?? [], scope, MAX_RENDERED.html)) : null;
-  const text = part("text", () => renderText(campaign.text, scope, preheader || subject));
+  const html = campaign.html ? part("html", () => renderIn(ctx, campaign.html ?? [], MAX_RENDERED.html)) : null;
+  const text = part("text", () => renderText(campaign.text, ctx, preheader || subject));
   return {
     subject,
     html,
@@ -120,15 +125,15 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   };
 };
 
-const renderText = (text: TextPart, scope: object, fallback: string): string => {
-  const footer = (templates: Template[] | null) => (templates ? renderBounded(plainEngine, templates, scope, MAX_RENDERED.text) : "");
+const renderText = (text: TextPart, ctx: Context, fallback: string): string => {
+  const footer = (templates: Template[] | null) => (templates ? renderIn(ctx, templates, MAX_RENDERED.text) : "");
   switch (text.kind) {
     case "template": {
-      const out = renderBounded(plainEngine, text.templates, scope, MAX_RENDERED.text);
+      const out = renderIn(ctx, text.templates, MAX_RENDERED.text);
       return text.tidy ? tidyText(out) : out;
     }
     case "from_rendered_html":
-      return tidyText(htmlToText(renderBounded(htmlEngine, text.html, scope, MAX_RENDERED.html)) + footer(text.footer));
+      return tidyText(htmlToText(renderIn(ctx, text.html, MAX_RENDERED.html)) + footer(text.footer));
     case "fallback":
       return `${fallback}${footer(text.footer)}`;
   }
