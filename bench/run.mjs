@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBenchBundle, measureBundle, profileStartup } from "./lib/bundle.mjs";
+import { measureContent } from "./lib/content.mjs";
 import { measureFanout } from "./lib/fanout.mjs";
 import { describeMachine } from "./lib/machine.mjs";
 import { measurePagination } from "./lib/pagination.mjs";
@@ -34,11 +35,14 @@ const config = {
   fanoutTimeoutSeconds: Number(process.env.BENCH_FANOUT_TIMEOUT ?? 240),
   /** Sends (each beside its floor) per audience; the figures are the median round. */
   fanoutRounds: Number(process.env.BENCH_FANOUT_ROUNDS ?? 3),
-  /** Which parts to run: any of reads, pagination, writes, fanout. */
-  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout").split(","),
+  /** Which parts to run: any of reads, pagination, writes, fanout, content. */
+  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout,content").split(","),
+  /** The content section's send audience (a fan-out workspace of that size is seeded) and rounds. */
+  contentAudience: Number(process.env.BENCH_CONTENT_AUDIENCE ?? 100_000),
+  contentRounds: Number(process.env.BENCH_CONTENT_ROUNDS ?? 3),
 };
 const runs = (section) => config.sections.includes(section);
-const fanoutAudiences = runs("fanout") ? config.fanout : [];
+const fanoutAudiences = [...new Set([...(runs("fanout") ? config.fanout : []), ...(runs("content") ? [config.contentAudience] : [])])];
 
 const runStarted = performance.now();
 const runId = randomBytes(4).toString("hex");
@@ -110,16 +114,28 @@ try {
   // Before the writes, so that page 1 and the deep page see the seeded lists only.
   if (runs("pagination")) results.pagination = await measurePagination(session);
   if (runs("writes")) results.routes.push(...(await measureWrites(session)));
-  if (fanoutAudiences.length > 0) {
+  if (runs("fanout") && config.fanout.length > 0) {
     results.fanout = await measureFanout({
       api: session.api,
       tokens: seed.tokens,
       fanoutWorkspaces: seed.fanoutWorkspaces,
-      audiences: fanoutAudiences,
+      audiences: config.fanout,
       rounds: config.fanoutRounds,
       log,
       logFile: devLog,
       timeoutSeconds: config.fanoutTimeoutSeconds,
+    });
+  }
+  if (runs("content")) {
+    results.content = await measureContent({
+      api: session.api,
+      token: seed.tokens[0],
+      workspaceId: seed.fanoutWorkspaces[config.contentAudience],
+      audience: config.contentAudience,
+      rounds: config.contentRounds,
+      renderMessages: 2000,
+      timeoutSeconds: config.fanoutTimeoutSeconds,
+      log,
     });
   }
 } finally {

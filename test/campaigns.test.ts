@@ -16,6 +16,8 @@ describe("campaigns", () => {
       object: "campaign",
       subject: "Hello",
       preheader: null,
+      html: null,
+      text: null,
       status: "draft",
       newsletter_id: nl.id,
       segment_id: null,

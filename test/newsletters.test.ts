@@ -14,6 +14,7 @@ describe("newsletters", () => {
       from_name: null,
       from_email: "news@example.com",
       reply_to: null,
+      address: null,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       updated_at: nl.created_at,
     });

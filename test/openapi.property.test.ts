@@ -14,6 +14,9 @@ beforeAll(async () => {
   doc = (await call("GET", "/openapi.json")).body;
 });
 
+/** A failing input can be megabytes long: enough of it to see what it was. */
+const abridged = (text: string) => (text.length > 600 ? `${text.slice(0, 600)}… (${text.length} characters)` : text);
+
 const operation = (path: string, method: string) => {
   const op = doc.paths[path]?.[method];
   if (!op) throw new Error(`/openapi.json does not describe ${method.toUpperCase()} ${path}`);
@@ -42,7 +45,7 @@ const agree = async <T>(
       seen[documentAccepts ? "accepted" : "rejected"]++;
       if (documentAccepts === serviceRejects) {
         throw new Error(
-          `the document ${documentAccepts ? "accepts" : "rejects"} ${JSON.stringify(input)}; the service answered ${res.status} ${res.text}`,
+          `the document ${documentAccepts ? "accepts" : "rejects"} ${abridged(JSON.stringify(input))}; the service answered ${res.status} ${res.text}`,
         );
       }
     }),

@@ -8,6 +8,8 @@ import { deliveryInsertStatements } from "../../src/sending/deliveries.repositor
 import { sandboxIntegration } from "../../src/sending/integrations/sandbox";
 import { FANOUT_WINDOW } from "../../src/sending/pipeline";
 import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./statements";
+import { composeEmail, composerFor } from "../../src/sending/compose";
+import { BENCH_TEMPLATE } from "./bench.content";
 
 // Baselines for bench/run.mjs, served only by the bench entry (bench/worker/index.ts), never by the
 // deployed worker: `/bench/constant` is the framework's floor (routing and the request-context
@@ -104,6 +106,25 @@ baselines.get("/cursor", async (c) => {
  * (the page read, then the batched INSERT … SELECT FROM json_each and the operation's counters), each
  * row created already sent, as a sandbox send creates it.
  */
+// Renders `n` messages of the content benchmark's template, as one queue message does: compiled once,
+// then one signed link and one render per recipient. The client times n against n = 0.
+baselines.get("/content-template", (c) => c.json(BENCH_TEMPLATE));
+
+baselines.post("/render", async (c) => {
+  const n = Math.min(Number(c.req.query("n") ?? 0), 100_000);
+  const composer = composerFor(
+    { campaignId: "cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T", ...BENCH_TEMPLATE, newsletterName: "Bench Weekly", address: "1 Bench Street", fromName: "Bench", fromEmail: "bench@bench.example", replyTo: null },
+    c.env,
+    signerFor(c.env),
+  );
+  let bytes = 0;
+  for (let i = 0; i < n; i++) {
+    const email = await composeEmail(composer, { id: newId("subscriber"), email: `user${i}@example.com`, name: `User ${i}`, tags: ["a"], location: "Paris", source: null }, "dlv_bench");
+    bytes += (email.html?.length ?? 0) + email.text.length;
+  }
+  return c.json({ n, bytes });
+});
+
 baselines.post("/raw/fanout", async (c) => {
   const { workspace_id: workspaceId, campaign_id: campaignId } = await c.req.json<{ workspace_id: string; campaign_id: string }>();
   const started = Date.now();

@@ -89,6 +89,8 @@ export const newsletters = sqliteTable(
     fromName: text(),
     fromEmail: text().notNull(),
     replyTo: text(),
+    /** Postal address printed in every campaign's footer (anti-spam laws require one). */
+    address: text(),
     createdAt: integer().notNull(),
     updatedAt: integer().notNull(),
   },
@@ -127,6 +129,9 @@ export const campaigns = sqliteTable(
     segmentId: text().references(() => segments.id),
     subject: text().notNull(),
     preheader: text(),
+    /** Liquid templates of the message body (src/content/); null: none. */
+    html: text(),
+    text: text(),
     status: text({ enum: campaignStatuses }).notNull(),
     scheduledAt: integer(),
     sentAt: integer(),

@@ -26,6 +26,9 @@ export const requiredTextPattern = (max: number) => `^${WS}*${trimmedCore(max)}$
 /** Optional text: blank (none), or at most `max` characters after trimming. */
 export const optionalTextPattern = (max: number) => `^${WS}*(?:${trimmedCore(max)}${WS}*)?$`;
 
+/** Untrimmed text of any length (its limit stated elsewhere, e.g. in bytes). */
+export const anyTextPattern = `^${CHAR}*$`;
+
 /** Untrimmed text of `min` to `max` characters. */
 export const rawTextPattern = (min: number, max: number) => `^${CHAR}{${min},${max}}$`;
 

@@ -44,7 +44,27 @@ export const resolve = (doc: Document, schema: Schema): Schema => {
 /** Whether the document's schema accepts a value (a validator that runs in workerd: no `new Function`). */
 export const accepts = (schema: Schema) => {
   const validator = new Validator(schema as object, "2020-12", false);
-  return (value: unknown) => validator.validate(value).valid;
+  return (value: unknown) => validator.validate(value).valid && withinByteLimits(schema, value);
+};
+
+const utf8 = new TextEncoder();
+
+/**
+ * The document's `x-max-bytes` (a size in UTF-8 bytes, which no JSON Schema keyword can state; each
+ * such field also says it in its description), held like any other rule.
+ */
+const withinByteLimits = (schema: Schema, value: unknown): boolean => {
+  if (typeof value === "string" && typeof schema["x-max-bytes"] === "number") {
+    return utf8.encode(value).byteLength <= schema["x-max-bytes"];
+  }
+  if (schema.anyOf) return schema.anyOf.some((option) => accepts(option)(value));
+  if (schema.properties && value !== null && typeof value === "object" && !Array.isArray(value)) {
+    return Object.entries(value).every(([key, item]) => {
+      const property = schema.properties?.[key];
+      return property === undefined || withinByteLimits(property, item);
+    });
+  }
+  return true;
 };
 
 // ---- Values the schema allows (mostly) ----------------------------------------------------------
@@ -94,9 +114,13 @@ const stringArbitrary = (schema: Schema): fc.Arbitrary<string> => {
   if (schema["x-format"] === "email") return padded(emailArbitrary);
   if (schema["x-format"] === "date-time") return futureDateTime;
   const max = maxCharacters(schema);
-  // Lengths at the limit and just past it, in ASCII and in astral characters (one character, two UTF-16 units).
+  const maxBytes = schema["x-max-bytes"];
+  // Lengths at the limit and just past it, in ASCII and in astral characters (one character, two UTF-16
+  // units, four UTF-8 bytes); in bytes where the limit is in bytes.
   const boundaries =
-    max === undefined ? [] : ["a".repeat(max), ` ${"é".repeat(max)} `, "😀".repeat(max), "a".repeat(max + 1), "😀".repeat(max + 1)];
+    typeof maxBytes === "number"
+      ? ["a".repeat(maxBytes), "😀".repeat(maxBytes / 4), "a".repeat(maxBytes + 1), `${"😀".repeat(maxBytes / 4)}a`]
+      : max === undefined ? [] : ["a".repeat(max), ` ${"é".repeat(max)} `, "😀".repeat(max), "a".repeat(max + 1), "😀".repeat(max + 1)];
   const drawn = schema.pattern
     ? fc.stringMatching(new RegExp(schema.pattern))
     : fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 40, 40), unit: "binary" });
