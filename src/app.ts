@@ -6,6 +6,7 @@ import { adminRouter, operatorAuth } from "./admin/admin.index";
 import { campaignsRouter } from "./campaigns/campaigns.index";
 import { benchRoutes } from "./bench/bench.index";
 import { ReplayInstead } from "./db/commit";
+import { consentRouter } from "./consent/consent.index";
 import { ApiError } from "./errors/api-error";
 import { requestIdHeader } from "./errors/openapi";
 import { renderError } from "./errors/render";
@@ -62,6 +63,9 @@ export const createApp = () => {
   );
 
   app.use("/bench/*", benchRoutes);
+  // The unsubscribe link and its pages: public, HTML, rate-limited per client IP (src/consent/).
+  app.route("/", consentRouter);
+
   app.use("/admin/*", operatorAuth, jsonBody);
   app.route("/", adminRouter);
 
