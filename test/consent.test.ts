@@ -208,8 +208,13 @@ describe("POST /u/{token}/resubscribe", () => {
     expect((await page("POST", `/u/${r.token}/resubscribe`)).status).toBe(409);
     expect((await subscriberOf(t, r.subscriberId)).status).toBe("unsubscribed");
 
+    // Left through the link once, then the API brought them back and unsubscribed them again: the
+    // API's unsubscribe stands; the old link cannot undo it.
     const viaApi = await recipient(t, { email: "api@example.com" });
-    const patched = await t.call("PATCH", `${t.ws}/subscribers/${viaApi.subscriberId}`, { body: { status: "unsubscribed" } });
+    await oneClick(viaApi.token);
+    const path = `${t.ws}/subscribers/${viaApi.subscriberId}`;
+    expect((await t.call("PATCH", path, { body: { status: "active" } })).status).toBe(200);
+    const patched = await t.call("PATCH", path, { body: { status: "unsubscribed" } });
     expect(patched.status).toBe(200);
     const shown = await page("GET", `/u/${viaApi.token}`);
     expect(shown.text).toContain("You’re unsubscribed");
