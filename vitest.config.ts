@@ -23,7 +23,10 @@ export default defineConfig(async () => {
                   ADMIN_TOKEN: "test-admin-token",
                 },
                 // A low per-credential limit, so the 429 path is reachable in a test.
-                ratelimits: { RATE_LIMITER: { namespace_id: "1001", simple: { limit: 300, period: 60 } } },
+                ratelimits: {
+                  RATE_LIMITER: { namespace_id: "1001", simple: { limit: 300, period: 60 } },
+                  PUBLIC_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 40, period: 60 } },
+                },
                 queueConsumers: {
                   "newsletter-send": { maxBatchTimeout: 0, maxRetries: 10, deadLetterQueue: "newsletter-send-dlq" },
                   "newsletter-send-dlq": { maxBatchTimeout: 0 },

@@ -4,6 +4,7 @@ import { getPathNoStrict } from "hono/utils/url";
 import { adminRouter, operatorAuth } from "./admin/admin.index";
 import { campaignsRouter } from "./campaigns/campaigns.index";
 import { ReplayInstead } from "./db/commit";
+import { consentRouter } from "./consent/consent.index";
 import { ApiError } from "./errors/api-error";
 import { requestIdHeader } from "./errors/openapi";
 import { renderError } from "./errors/render";
@@ -54,6 +55,9 @@ export const createApp = () => {
   app.use("*", requestContext);
 
   app.openapi(healthRoute, healthHandler);
+
+  // The unsubscribe link and its pages: public, HTML, rate-limited per client IP (src/consent/).
+  app.route("/", consentRouter);
 
   app.use("/admin/*", operatorAuth, jsonBody);
   app.route("/", adminRouter);
