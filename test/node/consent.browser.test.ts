@@ -1,0 +1,107 @@
+import { afterAll, describe, expect, inject, it } from "vitest";
+import type { Browser } from "playwright-core";
+import { launchChromium, offlineContext, screenshotPath } from "./harness/browser";
+import { ADMIN_TOKEN } from "./harness/worker";
+
+const origin = inject("workerOrigin");
+let launched: Promise<Browser> | undefined;
+const browser = () => (launched ??= launchChromium());
+
+afterAll(async () => {
+  await (await launched?.catch(() => undefined))?.close();
+});
+
+/** One call to the local worker's API; every answer here must be the expected status. */
+const api = async (token: string, method: string, path: string, body: unknown, expected: number) => {
+  const res = await fetch(`${origin}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  expect(res.status, `${method} ${path}: ${text}`).toBe(expected);
+  return JSON.parse(text).data;
+};
+
+/**
+ * A real send (the sandbox records every message it would deliver), then the recipient's own message
+ * as the send composed it: the preview renders with the same code and the same signed token, so its
+ * List-Unsubscribe URL is the one in the delivered message's headers and footer.
+ */
+const sentMessage = async () => {
+  const workspace = await api(ADMIN_TOKEN, "POST", "/admin/workspaces", { name: "Browser Co" }, 201);
+  const { token } = await api(ADMIN_TOKEN, "POST", "/admin/credentials", { mode: "test", workspace_ids: [workspace.id] }, 201);
+  const ws = `/v1/workspaces/${workspace.id}`;
+  const newsletter = await api(token, "POST", `${ws}/newsletters`, {
+    name: "The Field Notes",
+    from_email: "notes@example.com",
+    address: "12 Harbour Road, Bristol BS1 4RN",
+  }, 201);
+  const subscriber = await api(token, "POST", `${ws}/subscribers`, { email: "margaret.hamilton@example.com", name: "Margaret" }, 201);
+  const campaign = await api(token, "POST", `${ws}/campaigns`, {
+    newsletter_id: newsletter.id,
+    subject: "Notes for {{ subscriber.name }}",
+    html: "<h1>Hello {{ subscriber.name }}</h1><p>This week's notes.</p>",
+  }, 201);
+  await api(token, "POST", `${ws}/campaigns/${campaign.id}/send`, {}, 202);
+  const deadline = Date.now() + 20_000;
+  let status = "";
+  while (Date.now() < deadline && status !== "sent") {
+    status = (await api(token, "GET", `${ws}/campaigns/${campaign.id}`, undefined, 200)).status;
+    if (status !== "sent") await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  expect(status, "the campaign's send finished").toBe("sent");
+  const deliveries = await fetch(`${origin}${ws}/campaigns/${campaign.id}/deliveries`, { headers: { authorization: `Bearer ${token}` } });
+  const page = (await deliveries.json()) as { data: { subscriber_id: string; status: string }[] };
+  expect(page.data.map((d) => d.subscriber_id)).toEqual([subscriber.id]);
+  const message = await api(token, "POST", `${ws}/campaigns/${campaign.id}/preview`, { subscriber_id: subscriber.id }, 200);
+  const header = message.headers["List-Unsubscribe"] as string;
+  expect(message.headers["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
+  const link = new URL(header.slice(1, -1));
+  // The footer links to the same page as the header.
+  expect(message.html).toContain(link.pathname);
+  return { token, ws, subscriberId: subscriber.id as string, path: link.pathname };
+};
+
+describe("the unsubscribe page in headless Chromium, from a real send, with every other origin unreachable", () => {
+  it("shows the newsletter and masked address on a phone and a desktop, unsubscribes with one press, and the API sees it", async () => {
+    const sent = await sentMessage();
+    const { context, blocked } = await offlineContext(await browser(), origin, { javaScriptEnabled: false });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(message.text());
+    });
+
+    const opened = await page.goto(`${origin}${sent.path}`);
+    expect(opened?.status()).toBe(200);
+    expect(opened?.headers()["content-security-policy"]).toContain("default-src 'none'");
+    await page.getByRole("heading", { name: "Unsubscribe from this newsletter?" }).waitFor();
+    const body = await page.locator("body").innerText();
+    expect(body).toContain("The Field Notes");
+    expect(body).not.toContain("margaret.hamilton@example.com");
+    expect(body).toMatch(/m\S*@example\.com/);
+    // Opening the page changed nothing.
+    expect((await api(sent.token, "GET", `${sent.ws}/subscribers/${sent.subscriberId}`, undefined, 200)).status).toBe("active");
+
+    for (const width of [375, 1280]) {
+      await page.setViewportSize({ width, height: width === 375 ? 740 : 900 });
+      const button = page.getByRole("button", { name: "Unsubscribe" });
+      const box = await button.boundingBox();
+      // The one button is on screen, a comfortable tap target, and nothing scrolls sideways.
+      expect(box && box.x >= 0 && box.x + box.width <= width && box.height >= 44, `button at ${width}px: ${JSON.stringify(box)}`).toBe(true);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      await page.screenshot({ path: screenshotPath(`unsubscribe-${width}.png`), fullPage: true });
+    }
+
+    await page.getByRole("button", { name: "Unsubscribe" }).click();
+    await page.getByRole("heading", { name: "You’re unsubscribed" }).waitFor();
+    await page.screenshot({ path: screenshotPath("unsubscribed-1280.png"), fullPage: true });
+
+    const subscriber = await api(sent.token, "GET", `${sent.ws}/subscribers/${sent.subscriberId}`, undefined, 200);
+    expect(subscriber.status).toBe("unsubscribed");
+    expect(blocked, "requests to other origins").toEqual([]);
+    expect(problems, "console errors").toEqual([]);
+    await context.close();
+  });
+});
