@@ -7,6 +7,7 @@ import type { DeliveryError, Integration, OutboundEmail, SendOutcome } from "./i
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import {
   advanceFanout,
+  type Candidate,
   createDeliveries,
   type DeliveryResults,
   queuedDeliveriesInRange,
@@ -107,8 +108,17 @@ const fanout = async (deps: StepDeps, operationId: string, after: string | null,
   // Only a fan-out that settles deliveries as it creates them hands messages over (renders) itself.
   const composer = integration?.settleAtCreation ? await loadComposer(deps, op.campaignId) : undefined;
   let position = after;
+  let read = recipientWindow(deps.d1, op, position, FANOUT_WINDOW);
   for (let i = 0; i < FANOUT_WINDOWS_PER_MESSAGE; i++) {
-    const window = await fanoutWindow(deps, op, integration, composer, position, attempt);
+    const candidates = await read;
+    // The next window's read goes out now, so it overlaps this window's rendering and writes (a read
+    // changes nothing: if this window does not advance, it is dropped). Its subscribers all sort
+    // after this window's, whatever this window writes.
+    if (candidates.length === FANOUT_WINDOW && i + 1 < FANOUT_WINDOWS_PER_MESSAGE) {
+      read = recipientWindow(deps.d1, op, candidates.at(-1)?.id ?? position, FANOUT_WINDOW);
+      read.catch(() => undefined); // awaited (and its error thrown) on the next turn, if there is one
+    }
+    const window = await fanoutWindow(deps, op, integration, composer, position, candidates, attempt);
     // Not advanced: a duplicate of this message got there first and carries on from there.
     if (!window.advanced || window.done) return;
     position = window.last;
@@ -116,16 +126,16 @@ const fanout = async (deps: StepDeps, operationId: string, after: string | null,
   await send(deps, [{ type: "fanout", operation_id: op.id, after: position }]);
 };
 
-/** One window: the deliveries of the next FANOUT_WINDOW active subscribers after `after`, then the position. */
+/** One window (`window`: the next FANOUT_WINDOW active subscribers after `after`): its deliveries, then the position. */
 const fanoutWindow = async (
   deps: StepDeps,
   op: OperationState,
   integration: Integration | undefined,
   composer: Composer | undefined,
   after: string | null,
+  window: Candidate[],
   attempt: Attempt,
 ): Promise<{ advanced: boolean; done: boolean; last: string | null }> => {
-  const window = await recipientWindow(deps.d1, op, after, FANOUT_WINDOW);
   const done = window.length < FANOUT_WINDOW;
   const last = window.at(-1)?.id ?? after;
   const now = deps.now();

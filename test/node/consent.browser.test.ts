@@ -90,7 +90,7 @@ describe("the unsubscribe page in headless Chromium, from a real send, with ever
       const box = await button.boundingBox();
       // The one button is on screen, a comfortable tap target, and nothing scrolls sideways.
       expect(box && box.x >= 0 && box.x + box.width <= width && box.height >= 44, `button at ${width}px: ${JSON.stringify(box)}`).toBe(true);
-      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(width);
       await page.screenshot({ path: screenshotPath(`unsubscribe-${width}.png`), fullPage: true });
     }
 
