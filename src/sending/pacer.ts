@@ -3,7 +3,7 @@ import { DurableObject } from "cloudflare:workers";
 // Resend limits the whole account (RESEND_MAX_RPS requests a second), while sends run in many queue
 // consumer invocations at once, in many isolates. One Durable Object instance (by name) is the single
 // place that knows when the next request may leave: each caller reserves a slot before its request
-// and waits until then. Slots are spaced 1000 / rps ms apart, so no second holds more than `rps`
+// and waits until then. Slots are spaced just over 1000 / rps ms apart, so no second holds more than `rps`
 // request starts; a 429 pauses every caller until its Retry-After has passed.
 
 export type PacerState = {
@@ -18,7 +18,11 @@ export type Reservation = {
   granted: boolean;
 };
 
-export const intervalMs = (rps: number) => Math.ceil(1000 / rps);
+/**
+ * Time between slots: 1000 / rps, plus a 10 ms guard, since a request set off at its slot can leave a
+ * millisecond early or late and a limiter counting a sliding second must never see rps + 1 starts.
+ */
+export const intervalMs = (rps: number) => Math.ceil(1000 / rps) + 10;
 
 /** The slot arithmetic: the next free slot at or after `now`, and the state after taking it. */
 export const reserveSlot = (
