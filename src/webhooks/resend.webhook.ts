@@ -29,6 +29,8 @@ const verify = (secret: string, headers: Headers, body: string) => {
     });
   } catch (err) {
     if (err instanceof WebhookVerificationError) throw invalidSignature(err.message.toLowerCase());
+    // The library parses the body once the signature holds: a signed body that is not JSON.
+    if (err instanceof SyntaxError) throw new ApiError("invalid_json", "The webhook body is not valid JSON");
     throw err;
   }
 };
