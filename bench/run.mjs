@@ -10,7 +10,9 @@ import { buildBenchBundle, measureBundle, profileStartup } from "./lib/bundle.mj
 import { measureContent } from "./lib/content.mjs";
 import { measureFanout } from "./lib/fanout.mjs";
 import { describeMachine } from "./lib/machine.mjs";
+import { startMockResend } from "./lib/mock-resend.mjs";
 import { measurePagination } from "./lib/pagination.mjs";
+import { measureResend } from "./lib/resend.mjs";
 import { printReport, writeMarkdown } from "./lib/report.mjs";
 import { measureReads, measureWrites } from "./lib/routes.mjs";
 import { writeSeed } from "./lib/seed.mjs";
@@ -35,8 +37,14 @@ const config = {
   fanoutTimeoutSeconds: Number(process.env.BENCH_FANOUT_TIMEOUT ?? 240),
   /** Sends (each beside its floor) per audience; the figures are the median round. */
   fanoutRounds: Number(process.env.BENCH_FANOUT_ROUNDS ?? 3),
-  /** Which parts to run: any of reads, pagination, writes, fanout, content. */
-  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout,content").split(","),
+  /** Which parts to run: any of reads, pagination, writes, fanout, content, resend. */
+  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout,content,resend").split(","),
+  /** Live sends through the Resend mock; 50000 (about 4.5 minutes) is opt-in: BENCH_RESEND=1000,10000,50000. */
+  resend: (process.env.BENCH_RESEND ?? "1000,10000").split(",").filter(Boolean).map(Number),
+  resendRps: Number(process.env.BENCH_RESEND_RPS ?? 2),
+  /** Faults the mock injects per request: 5% answered 500, 2% accepted but never answered. */
+  resendErrorRate: Number(process.env.BENCH_RESEND_ERRORS ?? 0.05),
+  resendTimeoutRate: Number(process.env.BENCH_RESEND_TIMEOUTS ?? 0.02),
   /** The content section's send audience (a fan-out workspace of that size is seeded) and rounds. */
   contentAudience: Number(process.env.BENCH_CONTENT_AUDIENCE ?? 100_000),
   contentRounds: Number(process.env.BENCH_CONTENT_ROUNDS ?? 3),
@@ -69,16 +77,21 @@ const benchToml = benchConfig(cacheDir);
 const benchScript = buildBenchBundle(join(tmp, "bench-bundle"), benchToml);
 
 // 2. A private database: migrations, then the seeded workspaces in batched multi-row INSERTs.
-const extra = fanoutAudiences.reduce((sum, n) => sum + n, 0);
+const resendAudiences = runs("resend") ? config.resend : [];
+const extra = [...fanoutAudiences, ...resendAudiences].reduce((sum, n) => sum + n, 0);
 log(`seeding ${config.subscribers.toLocaleString("en")} subscribers${extra ? ` (and ${extra.toLocaleString("en")} in fan-out workspaces)` : ""}…`);
 const seedStarted = performance.now();
 wrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo]);
-const seed = writeSeed(join(workDir, "seed.sql"), { subscribers: config.subscribers, credentials: config.credentials, fanoutAudiences });
+const seed = writeSeed(join(workDir, "seed.sql"), { subscribers: config.subscribers, credentials: config.credentials, fanoutAudiences, resendAudiences });
 wrangler(["d1", "execute", "DB", "--local", "--persist-to", persistTo, "--file", join(workDir, "seed.sql"), "--yes"]);
 const seedSeconds = (performance.now() - seedStarted) / 1000;
 log(`seeded in ${seedSeconds.toFixed(1)} s`);
 
-// 3. The service with the baseline routes (the bench entry), and secrets of its own.
+// 3. The service with the baseline routes (the bench entry), and secrets of its own; the resend
+// integration points at the local mock of Resend's API, started here.
+const mockResend = resendAudiences.length > 0
+  ? await startMockResend({ rps: config.resendRps, errorRate: config.resendErrorRate, timeoutRate: config.resendTimeoutRate })
+  : undefined;
 const devLog = join(workDir, "wrangler-dev.log");
 const dev = await startDev({
   script: benchScript,
@@ -88,11 +101,16 @@ const dev = await startDev({
   persistTo,
   vars: {
     ADMIN_TOKEN: randomBytes(24).toString("base64url"),
+    ...(mockResend && {
+      RESEND_API_KEY: `re_bench_${randomBytes(8).toString("hex")}`,
+      RESEND_BASE_URL: mockResend.url,
+      RESEND_MAX_RPS: String(config.resendRps),
+    }),
   },
   logFile: devLog,
 });
 log(`wrangler dev answered /health ${dev.startupMs.toFixed(0)} ms after spawning (inspector on port ${config.inspectorPort})`);
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.stop().then(() => process.exit(130)));
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => Promise.all([dev.stop(), mockResend?.stop()]).then(() => process.exit(130)));
 
 const results = {
   runId,
@@ -138,8 +156,21 @@ try {
       log,
     });
   }
+  if (mockResend) {
+    results.resend = await measureResend({
+      api: session.api,
+      token: seed.liveToken,
+      workspaces: seed.resendWorkspaces,
+      audiences: resendAudiences,
+      mock: mockResend,
+      rps: config.resendRps,
+      log,
+      timeoutSeconds: Math.max(config.fanoutTimeoutSeconds, ...resendAudiences.map((n) => (n / 100 / config.resendRps) * 2 + 60)),
+    });
+  }
 } finally {
   await dev.stop();
+  await mockResend?.stop();
   rmSync(tmp, { recursive: true, force: true });
 }
 

@@ -18,6 +18,7 @@ import { operationsRouter } from "./operations/operations.index";
 import { segmentsRouter } from "./segments/segments.index";
 import { subscribersRouter } from "./subscribers/subscribers.index";
 import { workspacesRouter } from "./workspaces/workspaces.index";
+import { resendWebhookRouter } from "./webhooks/resend.webhook";
 
 /** `/v1/...` and `/...` are the same endpoint: the version segment is dropped before routing. */
 const withoutVersion = (request: Request) => {
@@ -58,6 +59,9 @@ export const createApp = () => {
 
   // The unsubscribe link and its pages: public, HTML, rate-limited per client IP (src/consent/).
   app.route("/", consentRouter);
+
+  // Resend's delivery feedback: public, verified by its Svix signature (src/webhooks/).
+  app.route("/", resendWebhookRouter);
 
   app.use("/admin/*", operatorAuth, jsonBody);
   app.route("/", adminRouter);

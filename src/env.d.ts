@@ -4,7 +4,10 @@ interface Secrets {
   ADMIN_TOKEN?: string;
   /** HMAC key that makes pagination cursors tamper-evident. */
   CURSOR_SECRET?: string;
-  /** Resend API key; without it the `resend` integration is not configured. */ RESEND_API_KEY?: string;
+  /** Resend API key; without it the `resend` integration is not configured. */
+  RESEND_API_KEY?: string;
+  /** `whsec_…` secret Resend signs its webhooks with; without it POST /webhooks/resend answers 404. */
+  RESEND_WEBHOOK_SECRET?: string;
 }
 
 interface Env extends Secrets {}

@@ -11,3 +11,6 @@ export default {
     await sweep(env, controller.scheduledTime);
   },
 } satisfies ExportedHandler<Env>;
+
+// The Durable Object class behind RESEND_PACER (wrangler.toml): Resend's account-wide request pacing.
+export { ResendPacer } from "./sending/pacer";

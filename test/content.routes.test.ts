@@ -159,7 +159,7 @@ describe("test send", () => {
     const workspace = await createWorkspace();
     const credential = await createCredential([workspace.id], { mode: "live" });
     const app = createApp();
-    const liveEnv = { ...env, RESEND_API_KEY: "re_test_key" } as Env;
+    const liveEnv = { ...env, RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000" } as Env;
     const t: Tenant = {
       workspace,
       credential,
@@ -177,7 +177,7 @@ describe("test send", () => {
     };
     const c = await campaignWith(t, { subject: "News for {{ subscriber.name }}", html: HTML });
     const preview = (await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`)).body.data;
-    const fetchSpy = vi.spyOn(globalThis, "fetch").mockImplementation(async () => Response.json({ id: "re_123" }));
+    const fetchSpy = vi.spyOn(globalThis, "fetch").mockImplementation(async () => Response.json({ data: [{ id: "re_123" }], errors: [] }));
     const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, {
       body: { emails: ["ada@example.com"], integration_slug: "resend" },
       headers: { "idempotency-key": "test-send-0001" },
@@ -186,8 +186,8 @@ describe("test send", () => {
     expect(res.body.data.results).toEqual([{ email: "ada@example.com", status: "sent", provider_message_id: "re_123", error: null }]);
     expect(fetchSpy).toHaveBeenCalledTimes(1);
     const [url, init] = fetchSpy.mock.calls[0] ?? [];
-    expect(url).toBe("https://api.resend.com/emails");
-    const sent = JSON.parse(String(init?.body));
+    expect(url).toBe("https://api.resend.com/emails/batch");
+    const [sent] = JSON.parse(String(init?.body));
     expect(sent).toMatchObject({
       to: ["ada@example.com"],
       from: preview.from,

@@ -205,7 +205,10 @@ describe("send over HTTP", () => {
     expect(seen).toEqual([...seen].sort().reverse());
     const first = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries?limit=1`)).body.data[0];
     expect(Object.keys(first).sort()).toEqual(
-      ["attempts", "campaign_id", "created_at", "email", "error", "id", "object", "provider_message_id", "status", "subscriber_id", "updated_at"].sort(),
+      [
+        "attempts", "bounce_type", "campaign_id", "clicked_at", "created_at", "email", "error", "id", "object", "opened_at",
+        "provider_message_id", "status", "subscriber_id", "unsubscribed_at", "updated_at",
+      ].sort(),
     );
     expect(first).toMatchObject({ object: "delivery", status: "sent", attempts: 1, error: null });
     const cursor = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries?limit=1`)).body.pagination.next_cursor;

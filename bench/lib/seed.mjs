@@ -26,7 +26,7 @@ export const subscriberShape = (i) => {
  * Writes the seed SQL to `file` and returns what the harness needs: the workspace id, the tokens with
  * their credential ids, and the subscriber ids. Subscriber ids are ULIDs one millisecond apart, oldest first.
  */
-export const writeSeed = (file, { subscribers, credentials, fanoutAudiences = [] }) => {
+export const writeSeed = (file, { subscribers, credentials, fanoutAudiences = [], resendAudiences = [] }) => {
   const ulid = monotonicFactory();
   const now = Date.now();
   const workspaceId = `ws_${ulid(now - subscribers - 1000)}`;
@@ -81,6 +81,26 @@ export const writeSeed = (file, { subscribers, credentials, fanoutAudiences = []
     );
     addSubscribers(id, audience, () => ({ status: "active", tags: [] }));
   }
+
+  // Live sends through Resend (the mock): a live credential and one workspace per audience.
+  const resendWorkspaces = {};
+  let liveToken;
+  if (resendAudiences.length > 0) {
+    liveToken = token().replace("svc_test_", "svc_live_");
+    const credentialId = `cred_${ulid(now - 450)}`;
+    lines.push(
+      `insert into credentials (id, name, mode, token_hash, scopes, created_at, revoked_at) values (${quote(credentialId)}, 'bench live', 'live', ${quote(createHash("sha256").update(liveToken).digest("hex"))}, ${quote(JSON.stringify(SCOPES))}, ${now}, null);`,
+    );
+    for (const audience of resendAudiences) {
+      const id = `ws_${ulid(now - 300)}`;
+      resendWorkspaces[audience] = id;
+      lines.push(
+        `insert into workspaces (id, name, created_at) values (${quote(id)}, 'Resend ${audience}', ${now});`,
+        `insert into credential_workspaces (credential_id, workspace_id) values (${quote(credentialId)}, ${quote(id)});`,
+      );
+      addSubscribers(id, audience, () => ({ status: "active", tags: [] }));
+    }
+  }
   writeFileSync(file, `${lines.join("\n")}\n`);
-  return { workspaceId, tokens, credentialIds, subscriberIds: ids, fanoutWorkspaces };
+  return { workspaceId, tokens, credentialIds, subscriberIds: ids, fanoutWorkspaces, resendWorkspaces, liveToken };
 };

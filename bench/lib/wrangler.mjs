@@ -44,6 +44,7 @@ export const benchConfig = (dir) => {
   const derived = text
     .replace(/^main = "(.+)"$/m, () => `main = "${join(root, "bench", "worker", "index.ts")}"`)
     .replace(/^migrations_dir = "(.+)"$/m, (_, path) => `migrations_dir = "${join(root, path)}"`)
+    // Relative paths in the derived file would resolve against its own folder.
     .replace(/^directory = "(.+)"$/m, (_, path) => `directory = "${join(root, path)}"`)
     .replace(/^command = "node (.+)"$/m, (_, path) => `command = "node ${join(root, path)}"`);
   mkdirSync(dir, { recursive: true });

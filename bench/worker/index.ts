@@ -13,3 +13,6 @@ export default {
     return pathname.startsWith("/bench/") ? baselines.fetch(request, env, ctx) : worker.fetch(request, env, ctx);
   },
 } satisfies ExportedHandler<Env>;
+
+// The Durable Object classes the deployed worker declares (wrangler.toml), served from this entry too.
+export { ResendPacer } from "../../src/index";

@@ -60,15 +60,19 @@ export const testSend = async (
 ): Promise<z.infer<typeof TestSendSchema>> => {
   const { integration } = chooseIntegration(request.integrationSlug, c.var.principal.mode, c.env);
   const composer = await composerOf(c, workspaceId, campaignId);
-  const results = await Promise.all(
+  const emails = await Promise.all(
     request.emails.map(async (to) => {
-      // A fresh id per message: the provider's idempotency key, so no two test emails collapse.
       const email = await composeEmail(composer, SAMPLE, newId("delivery"), to);
-      const outcome = await integration.send({ ...email, subject: `[Test] ${email.subject}` });
-      return outcome.kind === "sent"
-        ? { email: to, status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
-        : { email: to, status: "failed" as const, provider_message_id: null, error: outcome.error };
+      return { ...email, subject: `[Test] ${email.subject}` };
     }),
   );
+  // A fresh key per test send: no two test sends collapse into one at the provider.
+  const outcomes = await integration.sendBatch(emails, `test_send:${newId("delivery")}`);
+  const results = request.emails.map((to, i) => {
+    const outcome = outcomes[i];
+    return outcome?.kind === "sent"
+      ? { email: to, status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
+      : { email: to, status: "failed" as const, provider_message_id: null, error: outcome?.error ?? null };
+  });
   return { object: "test_send", results };
 };

@@ -71,7 +71,7 @@ export const sendCampaign = apiRoute({
   tags: ["Campaigns"],
   summary: "Send a campaign",
   description:
-    "Starts the asynchronous send of a draft and answers with its operation (`queued`); poll `GET /workspaces/{workspace_id}/operations/{operation_id}`. The campaign becomes `sending`, or `scheduled` when its `scheduled_at` is in the future. Only one of any number of concurrent sends of a draft succeeds; the others, and any send of a campaign that is not a draft, get 409 `campaign_not_sendable`. An `integration_slug` that names no configured integration is a 400 `unknown_integration`.",
+    "Starts the asynchronous send of a draft and answers with its operation (`queued`); poll `GET /workspaces/{workspace_id}/operations/{operation_id}`. The campaign becomes `sending`, or `scheduled` when its `scheduled_at` is in the future. Only one of any number of concurrent sends of a draft succeeds; the others, and any send of a campaign that is not a draft, get 409 `campaign_not_sendable`. An `integration_slug` that names no configured integration is a 400 `unknown_integration`; a live send that names none when no real integration is configured is a 400 `integration_not_configured` (live mode never pretends).",
   scope: "campaigns:send",
   idempotent: true,
   request: {

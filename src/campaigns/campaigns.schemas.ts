@@ -134,7 +134,7 @@ export const SendCampaignBody = z
       .openapi({
         enum: [...integrationSlugs, null],
         description:
-          "`sandbox` (the default, also for `null`: records messages as sent, no network) or `resend`. Any other value is a 400 `unknown_integration`. Test credentials always deliver through the sandbox; the operation records what was asked.",
+          "`sandbox` (records messages as sent, no network) or `resend`. Omitted or `null`: `resend` for a live credential (a 400 `integration_not_configured` when no real integration is configured), `sandbox` for a test one. Any other value, or `resend` when it is not configured, is a 400 `unknown_integration`. Test credentials always deliver through the sandbox; the operation records what was asked.",
         example: "sandbox",
       }),
   })

@@ -186,6 +186,8 @@ export const operations = sqliteTable(
   ],
 );
 
+export const deliveryStatuses = ["queued", "sent", "delivered", "bounced", "complained", "failed"] as const;
+
 export const deliveries = sqliteTable(
   "deliveries",
   {
@@ -201,9 +203,15 @@ export const deliveries = sqliteTable(
       .notNull()
       .references(() => subscribers.id),
     email: text().notNull(),
-    status: text({ enum: ["queued", "sent", "failed"] }).notNull(),
+    /** `delivered`, `bounced`, `complained`: what the provider reported afterwards (POST /webhooks/resend). */
+    status: text({ enum: deliveryStatuses }).notNull(),
     attempts: integer().notNull().default(0),
     providerMessageId: text(),
+    /** The provider's `data.bounce.type` when it reported a bounce (Permanent, Transient, Undetermined). */
+    bounceType: text(),
+    /** First open and first click the provider reported (epoch ms). */
+    openedAt: integer(),
+    clickedAt: integer(),
     /** When the recipient used this message's unsubscribe link (first time only). */
     unsubscribedAt: integer(),
     error: text({ mode: "json" }).$type<{ code: string; message: string }>(),
@@ -215,8 +223,20 @@ export const deliveries = sqliteTable(
     uniqueIndex("deliveries_campaign_subscriber_uq").on(t.campaignId, t.subscriberId),
     index("deliveries_campaign_id_idx").on(t.campaignId, t.id),
     index("deliveries_operation_status_idx").on(t.operationId, t.status),
+    // Provider feedback finds its delivery by the id the provider gave the message.
+    index("deliveries_provider_message_idx").on(t.providerMessageId),
   ],
 );
+
+/**
+ * Every Resend webhook applied, by its `svix-id`: inserted in the same batch as its effects, so a
+ * redelivered event (Svix retries until it gets a 2xx) changes nothing the second time.
+ */
+export const webhookReceipts = sqliteTable("webhook_receipts", {
+  svixId: text().primaryKey(),
+  eventType: text().notNull(),
+  receivedAt: integer().notNull(),
+});
 
 /**
  * One record per Idempotency-Key, written in the same D1 batch as the write it answers for (or, for an

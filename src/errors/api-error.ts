@@ -5,6 +5,8 @@ export const errorCodes = {
   invalid_cursor: { status: 400, type: "invalid_request_error" },
   resource_missing: { status: 400, type: "invalid_request_error" },
   unknown_integration: { status: 400, type: "invalid_request_error" },
+  integration_not_configured: { status: 400, type: "invalid_request_error" },
+  invalid_signature: { status: 401, type: "authentication_error" },
   missing_credential: { status: 401, type: "authentication_error" },
   invalid_credential: { status: 401, type: "authentication_error" },
   insufficient_scope: { status: 403, type: "permission_error" },

@@ -10,12 +10,16 @@ export const requiredBindings = {
   SEND_QUEUE: "Queue producer (campaign sends)",
   RATE_LIMITER: "rate-limiting binding (per-credential limit)",
   PUBLIC_RATE_LIMITER: "rate-limiting binding (per-IP limit of the unsubscribe pages)",
+  // Needed only once the resend integration is configured (RESEND_API_KEY set).
+  RESEND_PACER: "Durable Object namespace (ResendPacer: Resend's account-wide request rate)",
 } as const satisfies Partial<Record<keyof Env, string>>;
 
 export type BindingName = keyof typeof requiredBindings;
 
+const neededBy = (env: Env, name: BindingName) => name !== "RESEND_PACER" || Boolean(env.RESEND_API_KEY);
+
 export const missingBindings = (env: Env): BindingName[] =>
-  (Object.keys(requiredBindings) as BindingName[]).filter((name) => env[name] === undefined || env[name] === null);
+  (Object.keys(requiredBindings) as BindingName[]).filter((name) => neededBy(env, name) && (env[name] === undefined || env[name] === null));
 
 export const ConfigurationError = {
   bindings: (names: BindingName[]) =>

@@ -2,8 +2,8 @@ import { notFound } from "../errors/api-error";
 import { campaignInWorkspace } from "../campaigns/campaigns.repository";
 import { createRouter } from "../lib/create-app";
 import { afterPosition, envelope, toPage } from "../lib/http";
-import { findOperation, listDeliveriesPage } from "./operations.repository";
-import { getOperation, listDeliveries } from "./operations.routes";
+import { campaignStats, findOperation, listDeliveriesPage } from "./operations.repository";
+import { getCampaignStats, getOperation, listDeliveries } from "./operations.routes";
 import { serializeDelivery, serializeOperation } from "./operations.schemas";
 
 export const operationsRouter = createRouter()
@@ -25,4 +25,10 @@ export const operationsRouter = createRouter()
     ]);
     if (campaign.length === 0) throw notFound("campaign", campaign_id);
     return c.json(await toPage(c, scope, rows, limit, serializeDelivery), 200);
+  })
+  .openapi(getCampaignStats, async (c) => {
+    const { workspace_id, campaign_id } = c.req.valid("param");
+    const stats = await campaignStats(c.env.DB, workspace_id, campaign_id);
+    if (!stats) throw notFound("campaign", campaign_id);
+    return c.json(envelope({ object: "campaign_stats" as const, campaign_id, ...stats }), 200);
   });

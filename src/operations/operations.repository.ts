@@ -19,3 +19,38 @@ export const listDeliveriesPage = (db: Db, campaignId: string, after: string | u
     .where(and(eq(deliveries.campaignId, campaignId), after === undefined ? undefined : lt(deliveries.id, after)))
     .orderBy(desc(deliveries.id))
     .limit(take);
+
+type StatsRow = {
+  recipients: number;
+  queued: number;
+  sent: number;
+  delivered: number;
+  bounced: number;
+  complained: number;
+  failed: number;
+  opened: number;
+  clicked: number;
+  unsubscribed: number;
+};
+
+/** Exact counts over a campaign's deliveries, in one query; undefined when the campaign is not in the workspace. */
+export const campaignStats = (d1: D1Database, workspaceId: string, campaignId: string) =>
+  d1
+    .prepare(
+      `SELECT count(d.id) AS recipients,
+              coalesce(sum(d.status = 'queued'), 0) AS queued,
+              coalesce(sum(d.status = 'sent'), 0) AS sent,
+              coalesce(sum(d.status = 'delivered'), 0) AS delivered,
+              coalesce(sum(d.status = 'bounced'), 0) AS bounced,
+              coalesce(sum(d.status = 'complained'), 0) AS complained,
+              coalesce(sum(d.status = 'failed'), 0) AS failed,
+              count(d.opened_at) AS opened,
+              count(d.clicked_at) AS clicked,
+              count(d.unsubscribed_at) AS unsubscribed
+         FROM campaigns c LEFT JOIN deliveries d ON d.campaign_id = c.id
+        WHERE c.workspace_id = ?1 AND c.id = ?2
+        GROUP BY c.id`,
+    )
+    .bind(workspaceId, campaignId)
+    .first<StatsRow>()
+    .then((row) => row ?? undefined);

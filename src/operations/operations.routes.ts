@@ -2,6 +2,7 @@ import { apiRoute } from "../lib/route";
 import { dataEnvelope, pageEnvelope } from "../lib/schemas";
 import {
   CampaignDeliveriesParams,
+  CampaignStatsSchema,
   DeliverySchema,
   ListDeliveriesQuery,
   OperationParams,
@@ -35,5 +36,19 @@ export const listDeliveries = apiRoute({
       description: "A page of deliveries",
       content: { "application/json": { schema: pageEnvelope(DeliverySchema) } },
     },
+  },
+});
+
+export const getCampaignStats = apiRoute({
+  method: "get",
+  path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/stats",
+  tags: ["Operations"],
+  summary: "Retrieve a campaign's delivery stats",
+  description:
+    "Exact counts over the campaign's deliveries, read in one query: by current status (each delivery counts once, in the furthest state it reached), plus opens, clicks and unsubscribes.",
+  scope: "campaigns:read",
+  request: { params: CampaignDeliveriesParams },
+  responses: {
+    200: { description: "The campaign's stats", content: { "application/json": { schema: dataEnvelope(CampaignStatsSchema) } } },
   },
 });

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import type { deliveries, operations } from "../db/schema";
+import { type deliveries, deliveryStatuses, type operations } from "../db/schema";
 import { afterQuery, idParam, isoDateTime, limitQuery, WorkspaceParams } from "../lib/schemas";
 import { iso } from "../lib/time";
 
@@ -42,9 +42,16 @@ export const DeliverySchema = z
     campaign_id: z.string(),
     subscriber_id: z.string(),
     email: z.string().openapi({ description: "The address at the time the delivery was created." }),
-    status: z.enum(["queued", "sent", "failed"]),
+    status: z.enum(deliveryStatuses).openapi({
+      description:
+        "`queued` → `sent` (handed to the provider) or `failed`; then, from the provider's feedback, `delivered`, `bounced` or `complained`. A later event never moves a delivery backwards.",
+    }),
     attempts: z.int().openapi({ description: "Calls made to the integration for this delivery." }),
     provider_message_id: z.string().nullable(),
+    bounce_type: z.string().nullable().openapi({ description: "The provider's bounce type (`Permanent`, `Transient`, …) when it reported a bounce." }),
+    opened_at: isoDateTime.nullable().openapi({ description: "First open the provider reported." }),
+    clicked_at: isoDateTime.nullable().openapi({ description: "First click the provider reported." }),
+    unsubscribed_at: isoDateTime.nullable().openapi({ description: "When the recipient used this message's unsubscribe link." }),
     error: ProblemSchema,
     created_at: isoDateTime,
     updated_at: isoDateTime,
@@ -78,7 +85,32 @@ export const serializeDelivery = (row: typeof deliveries.$inferSelect): Delivery
   status: row.status,
   attempts: row.attempts,
   provider_message_id: row.providerMessageId,
+  bounce_type: row.bounceType,
+  opened_at: iso(row.openedAt),
+  clicked_at: iso(row.clickedAt),
+  unsubscribed_at: iso(row.unsubscribedAt),
   error: row.error ?? null,
   created_at: iso(row.createdAt),
   updated_at: iso(row.updatedAt),
 });
+
+const count = (description: string) => z.int().openapi({ description });
+
+export const CampaignStatsSchema = z
+  .object({
+    object: z.literal("campaign_stats"),
+    campaign_id: z.string(),
+    recipients: count("Deliveries the campaign's sends created (one per recipient)."),
+    queued: count("Deliveries not handed over yet."),
+    sent: count("Handed to the provider, no delivery report yet."),
+    delivered: count("Reported delivered by the provider."),
+    bounced: count("Reported bounced (any bounce type)."),
+    complained: count("Reported as spam by the recipient."),
+    failed: count("Never handed over (rejected, inactive recipient, retries exhausted)."),
+    opened: count("Deliveries opened at least once."),
+    clicked: count("Deliveries with at least one click."),
+    unsubscribed: count("Recipients who used this campaign's unsubscribe link."),
+  })
+  .openapi("CampaignStats");
+
+export type CampaignStats = z.infer<typeof CampaignStatsSchema>;

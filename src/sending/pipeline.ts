@@ -10,6 +10,7 @@ import {
   type Candidate,
   createDeliveries,
   type DeliveryResults,
+  type QueuedDelivery,
   queuedDeliveriesInRange,
   recipientWindow,
   recordDeliveryResults,
@@ -187,20 +188,6 @@ const fanoutWindow = async (
   return { advanced, done, last };
 };
 
-/** Runs `task` over `items` with at most `limit` in flight. */
-const mapLimit = async <T, R>(items: T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> => {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await task(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-};
-
 const recipientInactive: DeliveryError = {
   code: "recipient_inactive",
   message: "The subscriber was no longer active when the delivery's turn came; nothing was sent",
@@ -229,32 +216,16 @@ const deliver = async (
   const composer = integration ? await loadComposer(deps, op.campaignId) : undefined;
   if (integration && !composer) return;
 
-  const outcomes: SendOutcome[] =
-    integration && composer
-      ? await mapLimit(rows, integration.concurrency, async (row) => {
-          // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them.
-          if (!row.active) return { kind: "failed", error: recipientInactive };
-          let email: OutboundEmail;
-          try {
-            email = await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
-          } catch (err) {
-            if (err instanceof TemplateError) return { kind: "failed", error: renderFailed(err) };
-            throw err;
-          }
-          return integration.send(email);
-        })
-      : rows.map(() => ({ kind: "failed", error: notConfigured(op.deliveryIntegration) }));
+  const outcomes = integration && composer ? await handOver(integration, composer, op.id, rows) : rows.map(() => undefined);
 
   const results: DeliveryResults = { sent: [], failed: [], retry: [] };
   let retryAfter = 0;
   rows.forEach((row, i) => {
-    const outcome = outcomes[i];
-    if (!outcome) return;
+    const outcome: SendOutcome = outcomes[i] ?? { kind: "failed", error: notConfigured(op.deliveryIntegration) };
     if (outcome.kind === "sent") results.sent.push({ id: row.id, providerMessageId: outcome.providerMessageId });
     else if (outcome.kind === "failed" || row.attempts + 1 >= MAX_DELIVERY_ATTEMPTS) {
       results.failed.push({ id: row.id, error: outcome.error, attempted: row.active && integration !== undefined });
-    }
-    else {
+    } else {
       results.retry.push({ id: row.id, error: outcome.error });
       retryAfter = Math.max(retryAfter, outcome.retryAfterSeconds ?? 0);
     }
@@ -265,6 +236,46 @@ const deliver = async (
   if (results.retry.length > 0) return { retryAfterSeconds: Math.max(retryAfter, backoffSeconds(attempt.attempts)) };
   // The range held more than one chunk (rows appeared after it was planned): continue after this one.
   if (found.length > chunk) await send(deps, [{ type: "deliver", operation_id: op.id, from: rows.at(-1)?.subscriberId ?? from, to }]);
+};
+
+/**
+ * The provider's key for a chunk: its operation, first and last delivery, and a digest of every
+ * delivery in it. A retried or redelivered message reads the same queued rows, so it asks under the
+ * same key; a chunk whose rows changed (some settled since) is another batch with another key.
+ */
+export const batchKey = async (operationId: string, deliveryIds: string[]): Promise<string> => {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(deliveryIds.join(",")));
+  const hex = [...new Uint8Array(digest).slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `${operationId}:${deliveryIds[0] ?? ""}..${deliveryIds.at(-1) ?? ""}:${hex}`;
+};
+
+/**
+ * Renders the chunk's messages and hands the sendable ones to the integration as one batch. A row
+ * skipped here (subscriber no longer active, template error) is still part of the batch's key, and
+ * is failed only together with an answer for the batch: while the batch is being retried it stays
+ * queued, so the retry reads the same rows and asks under the same key.
+ */
+const handOver = async (integration: Integration, composer: Composer, operationId: string, rows: QueuedDelivery[]): Promise<SendOutcome[]> => {
+  const local: (SendOutcome | OutboundEmail)[] = await Promise.all(
+    rows.map(async (row): Promise<SendOutcome | OutboundEmail> => {
+      // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them.
+      if (!row.active) return { kind: "failed", error: recipientInactive };
+      try {
+        return await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
+      } catch (err) {
+        if (err instanceof TemplateError) return { kind: "failed", error: renderFailed(err) };
+        throw err;
+      }
+    }),
+  );
+  const emails = local.filter((x): x is OutboundEmail => !("kind" in x));
+  const sent = emails.length === 0 ? [] : await integration.sendBatch(emails, await batchKey(operationId, rows.map((r) => r.id)));
+  const batchRetry = sent.find((o): o is Extract<SendOutcome, { kind: "retry" }> => o.kind === "retry");
+  let next = 0;
+  return local.map((x): SendOutcome => {
+    if (!("kind" in x)) return sent[next++] ?? { kind: "retry", error: { code: "provider_no_answer", message: "The provider gave no outcome for this message" } };
+    return batchRetry && x.kind === "failed" ? { kind: "retry", error: x.error, retryAfterSeconds: batchRetry.retryAfterSeconds } : x;
+  });
 };
 
 /** Exponential backoff on the message's attempt count, capped at five minutes. */

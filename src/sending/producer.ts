@@ -11,17 +11,26 @@ import { createSendOperation } from "./send.repository";
 export type SendRequest = {
   workspaceId: string;
   campaignId: string;
-  /** As asked by the client; omitted means `sandbox`. */
+  /** As asked by the client; omitted means `resend` for a live credential, `sandbox` for a test one. */
   integrationSlug: string | undefined;
   mode: CredentialMode;
 };
 
 /**
- * The integration that delivers for a request naming `requested` (omitted: `sandbox`); test
- * credentials never deliver real mail, whatever they ask for. An unknown or unconfigured one is a 400.
+ * The integration that delivers for a request naming `requested`. Test credentials never deliver real
+ * mail, whatever they ask for (omitted: `sandbox`). A live request that names none gets `resend` when
+ * it is configured; with no real integration configured it is refused rather than quietly sent to the
+ * sandbox. An unknown or unconfigured name is a 400.
  */
 export const chooseIntegration = (requested: string | undefined, mode: CredentialMode, env: Env) => {
-  const slug = requested ?? "sandbox";
+  if (requested === undefined && mode === "live" && !resolveIntegration("resend", env)) {
+    throw new ApiError(
+      "integration_not_configured",
+      "No real integration is configured in this deployment (set RESEND_API_KEY); name integration_slug sandbox to run a live send without mailing",
+      { param: "integration_slug" },
+    );
+  }
+  const slug = requested ?? (mode === "live" ? "resend" : "sandbox");
   if (!isIntegrationSlug(slug)) {
     throw new ApiError("unknown_integration", `No integration is named ${slug}; use one of: ${integrationSlugs.join(", ")}`, {
       param: "integration_slug",

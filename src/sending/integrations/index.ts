@@ -14,6 +14,6 @@ export const resolveIntegration = (slug: IntegrationSlug, env: Env): Integration
     case "sandbox":
       return sandboxIntegration;
     case "resend":
-      return env.RESEND_API_KEY ? resendIntegration(env.RESEND_API_KEY) : undefined;
+      return env.RESEND_API_KEY ? resendIntegration(env.RESEND_API_KEY, env) : undefined;
   }
 };

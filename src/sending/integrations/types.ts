@@ -1,6 +1,5 @@
 /** What a provider is asked to send: one email to one recipient. */
 export type OutboundEmail = {
-  /** Also the provider's idempotency key, so a repeated call never sends a second email. */
   deliveryId: string;
   to: string;
   from: string;
@@ -24,15 +23,18 @@ export type SendOutcome =
 
 export interface Integration {
   readonly slug: string;
-  /** Deliveries handed over per queue message: bounded by the subrequests one invocation may make. */
+  /** Deliveries handed over per queue message: one provider batch at most. */
   readonly chunkSize: number;
-  /** Provider calls in flight at once within a chunk. */
-  readonly concurrency: number;
   /**
    * Set only by an integration whose hand-over involves no I/O and cannot fail (sandbox): the
    * outcome is known before the delivery exists, so the fan-out creates each delivery already
    * `sent`, with the provider message id this returns, in the very statement that creates it.
    */
   readonly settleAtCreation?: (deliveryId: string) => string;
-  send(email: OutboundEmail): Promise<SendOutcome>;
+  /**
+   * Hands a batch over (at most `chunkSize` emails) and answers one outcome per email, in order.
+   * `idempotencyKey` names the batch: the same key on every retry of the same batch, so a provider
+   * that already accepted it answers as before instead of sending again.
+   */
+  sendBatch(emails: OutboundEmail[], idempotencyKey: string): Promise<SendOutcome[]>;
 }

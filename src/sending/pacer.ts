@@ -1,0 +1,96 @@
+import { DurableObject } from "cloudflare:workers";
+
+// Resend limits the whole account (RESEND_MAX_RPS requests a second), while sends run in many queue
+// consumer invocations at once, in many isolates. One Durable Object instance (by name) is the single
+// place that knows when the next request may leave: each caller reserves a slot before its request
+// and waits until then. Slots are spaced just over 1000 / rps ms apart, so no second holds more than `rps`
+// request starts; a 429 pauses every caller until its Retry-After has passed.
+
+export type PacerState = {
+  /** Earliest time (epoch ms) the next slot may start. */
+  next: number;
+};
+
+export type Reservation = {
+  /** How long the caller waits before its request (ms). */
+  waitMs: number;
+  /** false: the wait would exceed `maxWaitMs`; nothing was reserved and the caller should come back later. */
+  granted: boolean;
+};
+
+/**
+ * Time between slots: 1000 / rps, plus a 10 ms guard, since a request set off at its slot can leave a
+ * millisecond early or late and a limiter counting a sliding second must never see rps + 1 starts.
+ */
+export const intervalMs = (rps: number) => Math.ceil(1000 / rps) + 10;
+
+/** The slot arithmetic: the next free slot at or after `now`, and the state after taking it. */
+export const reserveSlot = (
+  state: PacerState,
+  now: number,
+  rps: number,
+  maxWaitMs: number,
+): { state: PacerState; reservation: Reservation } => {
+  const slot = Math.max(now, state.next);
+  const waitMs = slot - now;
+  if (waitMs > maxWaitMs) return { state, reservation: { waitMs, granted: false } };
+  return { state: { next: slot + intervalMs(rps) }, reservation: { waitMs, granted: true } };
+};
+
+/** After a 429: no slot starts before `retryAfterMs` from now. */
+export const pauseUntil = (state: PacerState, now: number, retryAfterMs: number): PacerState => ({
+  next: Math.max(state.next, now + retryAfterMs),
+});
+
+/** The rate from RESEND_MAX_RPS: a positive number, else the contract's default of 2. */
+export const maxRps = (env: Pick<Env, "RESEND_MAX_RPS">): number => {
+  const rps = Number(env.RESEND_MAX_RPS);
+  return Number.isFinite(rps) && rps > 0 ? rps : 2;
+};
+
+const STATE_KEY = "state";
+
+/** The account-wide pacer for Resend requests; one instance, by the name `resend`. */
+export class ResendPacer extends DurableObject<Env> {
+  private state: PacerState = { next: 0 };
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // Kept in storage as well, so an evicted and recreated instance does not hand out slots that
+    // were already given away.
+    void ctx.blockConcurrencyWhile(async () => {
+      this.state = (await ctx.storage.get<PacerState>(STATE_KEY)) ?? { next: 0 };
+    });
+  }
+
+  reserve(rps: number, maxWaitMs: number): Reservation {
+    const { state, reservation } = reserveSlot(this.state, Date.now(), rps, maxWaitMs);
+    this.save(state);
+    return reservation;
+  }
+
+  pause(retryAfterMs: number): void {
+    this.save(pauseUntil(this.state, Date.now(), retryAfterMs));
+  }
+
+  private save(state: PacerState) {
+    if (state === this.state) return;
+    this.state = state;
+    // Not awaited: the output gate holds the answer until the write is durable.
+    void this.ctx.storage.put(STATE_KEY, state);
+  }
+}
+
+/** What the integration needs from the pacer: the RPC stub, or a stand-in in tests. */
+export type Pacer = {
+  reserve(rps: number, maxWaitMs: number): Promise<Reservation>;
+  pause(retryAfterMs: number): Promise<void>;
+};
+
+export const pacerFor = (env: Pick<Env, "RESEND_PACER">): Pacer => {
+  const stub = env.RESEND_PACER.get(env.RESEND_PACER.idFromName("resend"));
+  return {
+    reserve: (rps, maxWaitMs) => stub.reserve(rps, maxWaitMs),
+    pause: (retryAfterMs) => stub.pause(retryAfterMs),
+  };
+};

@@ -1,0 +1,75 @@
+import { Hono } from "hono";
+import { Webhook, WebhookVerificationError } from "standardwebhooks";
+import { ApiError } from "../errors/api-error";
+import type { AppEnv } from "../lib/types";
+import { readCapped } from "../middleware/request-context";
+import { applyFeedback, type FeedbackEvent } from "./feedback.repository";
+
+// POST /webhooks/resend: Resend's delivery feedback, signed as Svix signs (the Standard Webhooks
+// scheme under `svix-` header names). No bearer credential: the signature is the authority.
+
+/** Resend's events are a few KB; anything near this is not one of them. */
+export const MAX_WEBHOOK_BYTES = 256 * 1024;
+
+const invalidSignature = (why: string) => new ApiError("invalid_signature", `The webhook signature could not be verified: ${why}`);
+
+/** Checks svix-id / svix-timestamp (within 5 minutes) / svix-signature against the raw body. */
+const verify = (secret: string, headers: Headers, body: string) => {
+  let webhook: Webhook;
+  try {
+    webhook = new Webhook(secret);
+  } catch {
+    throw new ApiError("configuration_error", "RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret; set it to the one Resend shows");
+  }
+  try {
+    webhook.verify(body, {
+      "webhook-id": headers.get("svix-id") ?? "",
+      "webhook-timestamp": headers.get("svix-timestamp") ?? "",
+      "webhook-signature": headers.get("svix-signature") ?? "",
+    });
+  } catch (err) {
+    if (err instanceof WebhookVerificationError) throw invalidSignature(err.message.toLowerCase());
+    // The library parses the body once the signature holds: a signed body that is not JSON.
+    if (err instanceof SyntaxError) throw new ApiError("invalid_json", "The webhook body is not valid JSON");
+    throw err;
+  }
+};
+
+const stringOrNull = (v: unknown) => (typeof v === "string" && v.length > 0 ? v : null);
+
+/** The fields this service reads from an event; everything else in it is ignored. */
+const toEvent = (svixId: string, parsed: unknown, now: number): FeedbackEvent => {
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new ApiError("invalid_json", "The webhook body must be a JSON object");
+  }
+  const { type, created_at, data } = parsed as { type?: unknown; created_at?: unknown; data?: unknown };
+  const d = (data !== null && typeof data === "object" ? data : {}) as { email_id?: unknown; bounce?: { type?: unknown } | null };
+  const at = typeof created_at === "string" ? Date.parse(created_at) : Number.NaN;
+  return {
+    svixId,
+    type: typeof type === "string" ? type : "",
+    emailId: stringOrNull(d.email_id),
+    bounceType: stringOrNull(d.bounce?.type),
+    at: Number.isFinite(at) ? at : now,
+  };
+};
+
+export const resendWebhookRouter = new Hono<AppEnv>().post("/webhooks/resend", async (c) => {
+  const secret = c.env.RESEND_WEBHOOK_SECRET;
+  if (!secret) throw new ApiError("not_found", "No route for POST /webhooks/resend");
+  const bytes = await readCapped(c, MAX_WEBHOOK_BYTES);
+  const body = new TextDecoder().decode(bytes);
+  verify(secret, c.req.raw.headers, body);
+
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    throw new ApiError("invalid_json", "The webhook body is not valid JSON");
+  }
+  const now = Date.now();
+  const event = toEvent(c.req.header("svix-id") ?? "", parsed, now);
+  // 2xx for everything verified, so Resend stops retrying; `result` says what happened.
+  const result = await applyFeedback(c.env.DB, event, now);
+  return c.json({ data: { object: "webhook_receipt", id: event.svixId, type: event.type, result } }, 200);
+});

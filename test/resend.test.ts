@@ -1,0 +1,107 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { intervalMs, pauseUntil, reserveSlot } from "../src/sending/pacer";
+import { expectError, seedSubscribers } from "./helpers";
+import { mockResend } from "./resend.mock";
+import { allDeliveries, createCampaign } from "./send.fixtures";
+import { harness, operationOf, send } from "./send.harness";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("the pacer's slot arithmetic", () => {
+  it("spaces slots 1000 / rps ms apart from the first free one, and refuses a slot too far away", () => {
+    let state = { next: 0 };
+    const waits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = reserveSlot(state, 10_000, 2, 30_000);
+      expect(r.reservation.granted).toBe(true);
+      waits.push(r.reservation.waitMs);
+      state = r.state;
+    }
+    expect(waits).toEqual([0, 510, 1020, 1530, 2040]);
+    // A caller coming back after a quiet period starts at once.
+    expect(reserveSlot(state, 60_000, 2, 30_000).reservation).toEqual({ waitMs: 0, granted: true });
+    // Too far ahead: nothing reserved, the state unchanged.
+    const far = reserveSlot({ next: 50_000 }, 10_000, 2, 30_000);
+    expect(far.reservation).toEqual({ waitMs: 40_000, granted: false });
+    expect(far.state).toEqual({ next: 50_000 });
+    expect(intervalMs(3)).toBe(344);
+  });
+
+  it("a 429 pushes every later slot past its Retry-After, never earlier", () => {
+    expect(pauseUntil({ next: 0 }, 10_000, 7_000)).toEqual({ next: 17_000 });
+    expect(pauseUntil({ next: 20_000 }, 10_000, 7_000)).toEqual({ next: 20_000 });
+    expect(reserveSlot(pauseUntil({ next: 0 }, 10_000, 7_000), 10_000, 2, 30_000).reservation.waitMs).toBe(7_000);
+  });
+});
+
+describe("batching and pacing through the Durable Object", () => {
+  it("sends up to 100 messages per request, never above RESEND_MAX_RPS across concurrent sends, without a 429", async () => {
+    const h = await harness("live", { RESEND_MAX_RPS: "5" });
+    await seedSubscribers(h.t.workspace.id, 450);
+    const resend = mockResend({ rps: 5 });
+    const first = await createCampaign(h.t);
+    const second = await createCampaign(h.t);
+    const ops = [await send(h.t, first.id, { integration_slug: "resend" }), await send(h.t, second.id, { integration_slug: "resend" })];
+    await h.drain();
+
+    // 450 recipients per campaign: 100, 100, 100, 100, 50 each.
+    expect(resend.calls.map((c) => c.messages.length).sort((a, b) => a - b)).toEqual([50, 50, ...Array(8).fill(100)]);
+    expect(resend.calls.every((c) => c.status === 200)).toBe(true);
+    // Recorded request times: no two closer than one slot (210 ms at 5/s), so no second holds more than 5.
+    const times = resend.calls.map((c) => c.at).sort((a, b) => a - b);
+    for (let i = 1; i < times.length; i++) expect((times[i] ?? 0) - (times[i - 1] ?? 0)).toBeGreaterThanOrEqual(205);
+    for (const t of times) expect(times.filter((u) => u >= t && u < t + 1000).length).toBeLessThanOrEqual(5);
+    expect(resend.received).toHaveLength(900);
+    for (const op of ops) expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 450, delivered: 450 } });
+  });
+});
+
+describe("live mode never pretends", () => {
+  it("a live send naming no integration goes through resend when it is configured", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 2);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, {});
+    await h.drain();
+    expect(await operationOf(h.t, op.id)).toMatchObject({ integration_slug: "resend", status: "succeeded" });
+    expect(resend.received).toHaveLength(2);
+  });
+
+  it("without a real integration: 400 integration_not_configured for a live send naming none, and nothing changes", async () => {
+    const h = await harness("live", { RESEND_API_KEY: undefined });
+    const campaign = await createCampaign(h.t);
+    for (const body of [{}, { integration_slug: null }]) {
+      expectError(await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/send`, { body }), 400, "integration_not_configured", "integration_slug");
+    }
+    expectError(await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/send`, { body: { integration_slug: "resend" } }), 400, "unknown_integration");
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("draft");
+    expect(h.queue.messages).toEqual([]);
+    // Naming the sandbox explicitly runs a live send without mailing.
+    const op = await send(h.t, campaign.id, { integration_slug: "sandbox" });
+    await h.drain();
+    expect(await operationOf(h.t, op.id)).toMatchObject({ integration_slug: "sandbox", status: "succeeded" });
+  });
+
+  it("test credentials are unchanged: naming none still means the sandbox", async () => {
+    const h = await harness("test", { RESEND_API_KEY: undefined });
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, {});
+    expect(op).toMatchObject({ integration_slug: "sandbox" });
+  });
+});
+
+describe("deliveries list the feedback fields", () => {
+  it("null until the provider reports them", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 1);
+    mockResend();
+    const campaign = await createCampaign(h.t);
+    await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+    const [d] = await allDeliveries(h.t, campaign.id);
+    expect(d).toMatchObject({ status: "sent", bounce_type: null, opened_at: null, clicked_at: null, unsubscribed_at: null });
+  });
+});

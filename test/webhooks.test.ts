@@ -1,0 +1,201 @@
+import { createExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { Webhook } from "standardwebhooks";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createApp } from "../src/app";
+import { expectError, seedSubscribers } from "./helpers";
+import { mockResend } from "./resend.mock";
+import { allDeliveries, createCampaign, type Delivery } from "./send.fixtures";
+import { harness, send } from "./send.harness";
+
+const SECRET = `whsec_${btoa("resend-webhook-test-secret-32byte")}`;
+const OTHER_SECRET = `whsec_${btoa("another-secret-entirely-32-bytes")}`;
+const app = createApp();
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+type Signed = { id?: string; secret?: string; at?: Date; body: string; signedBody?: string; headers?: Record<string, string> };
+
+const post = async (testEnv: Env, { id = `msg_${crypto.randomUUID()}`, secret = SECRET, at = new Date(), body, signedBody = body, headers }: Signed) => {
+  const signature = new Webhook(secret).sign(id, at, signedBody);
+  const res = await app.fetch(
+    new Request("https://api.example.test/webhooks/resend", {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "svix-id": id,
+        "svix-timestamp": String(Math.floor(at.getTime() / 1000)),
+        "svix-signature": signature,
+        ...headers,
+      },
+      body,
+    }),
+    testEnv,
+    createExecutionContext(),
+  );
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
+};
+
+const event = (type: string, emailId: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ type, created_at: "2026-11-02T10:00:00.000Z", data: { email_id: emailId, to: ["x@example.com"], ...extra } });
+
+/** A live send of `n` recipients through the mocked Resend: its deliveries have provider message ids. */
+const sentCampaign = async (n: number) => {
+  const h = await harness("live", { RESEND_WEBHOOK_SECRET: SECRET });
+  await seedSubscribers(h.t.workspace.id, n);
+  mockResend();
+  const campaign = await createCampaign(h.t);
+  await send(h.t, campaign.id, { integration_slug: "resend" });
+  await h.drain();
+  vi.restoreAllMocks();
+  const deliveries = await allDeliveries(h.t, campaign.id);
+  const delivery = async (id: string) => (await allDeliveries(h.t, campaign.id)).find((d) => d.id === id) as Delivery;
+  const subscriberStatus = async (id: string) => (await h.t.call("GET", `${h.t.ws}/subscribers/${id}`)).body.data.status as string;
+  const stats = async () => (await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}/stats`)).body;
+  return { h, campaign, deliveries, delivery, subscriberStatus, stats };
+};
+
+const snapshot = async () => ({
+  deliveries: (await env.DB.prepare("SELECT * FROM deliveries ORDER BY id").all()).results,
+  subscribers: (await env.DB.prepare("SELECT id, status, status_source, updated_at FROM subscribers ORDER BY id").all()).results,
+  receipts: (await env.DB.prepare("SELECT count(*) AS n FROM webhook_receipts").first<{ n: number }>())?.n,
+});
+
+describe("POST /webhooks/resend: bad input changes nothing", () => {
+  it("answers 404 when RESEND_WEBHOOK_SECRET is not set", async () => {
+    const res = await post({ ...env, RESEND_WEBHOOK_SECRET: undefined } as Env, { body: event("email.delivered", "re_1") });
+    expectError(res, 404, "not_found");
+  });
+
+  it("401 invalid_signature: no signature, a wrong one, another secret, an old timestamp, a body altered after signing", async () => {
+    const s = await sentCampaign(1);
+    const emailId = s.deliveries[0]?.provider_message_id ?? "";
+    const body = event("email.delivered", emailId);
+    const before = await snapshot();
+    const cases: Signed[] = [
+      { body, headers: { "svix-signature": "" } },
+      { body, headers: { "svix-id": "", "svix-timestamp": "", "svix-signature": "" } },
+      { body, headers: { "svix-signature": "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=" } },
+      { body, secret: OTHER_SECRET },
+      { body, at: new Date(Date.now() - 6 * 60_000) },
+      { body, at: new Date(Date.now() + 6 * 60_000) },
+      { body: event("email.bounced", emailId, { bounce: { type: "Permanent" } }), signedBody: body },
+    ];
+    for (const c of cases) expectError(await post(s.h.env, c), 401, "invalid_signature");
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("400 invalid_json for a signed body that is not a JSON object; 413 for a 1 MB body; nothing changes", async () => {
+    const s = await sentCampaign(1);
+    const before = await snapshot();
+    expectError(await post(s.h.env, { body: "{not json" }), 400, "invalid_json");
+    expectError(await post(s.h.env, { body: "[1,2]" }), 400, "invalid_json");
+    const big = JSON.stringify({ type: "email.delivered", data: { email_id: s.deliveries[0]?.provider_message_id, pad: "x".repeat(1024 * 1024) } });
+    expectError(await post(s.h.env, { body: big }), 413, "payload_too_large");
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("200 ignored for unknown event types and unknown email ids", async () => {
+    const s = await sentCampaign(1);
+    const before = await snapshot();
+    const unknownType = await post(s.h.env, { body: event("contact.created", s.deliveries[0]?.provider_message_id ?? "") });
+    expect(unknownType.status, unknownType.text).toBe(200);
+    expect(unknownType.body.data).toMatchObject({ object: "webhook_receipt", type: "contact.created", result: "ignored" });
+    const unknownId = await post(s.h.env, { body: event("email.delivered", "re_nobody") });
+    expect(unknownId.body.data.result).toBe("ignored");
+    const after = await snapshot();
+    expect(after.deliveries).toEqual(before.deliveries);
+    expect(after.subscribers).toEqual(before.subscribers);
+  });
+});
+
+describe("POST /webhooks/resend: effects", () => {
+  it("delivered, opened and clicked (first time only), and a duplicate svix-id is a no-op", async () => {
+    const s = await sentCampaign(1);
+    const d = s.deliveries[0] as Delivery;
+    const id = d.provider_message_id ?? "";
+    expect((await post(s.h.env, { id: "msg_delivered", body: event("email.delivered", id) })).body.data.result).toBe("applied");
+    expect(await s.delivery(d.id)).toMatchObject({ status: "delivered" });
+
+    await post(s.h.env, { body: JSON.stringify({ type: "email.opened", created_at: "2026-11-02T10:05:00.000Z", data: { email_id: id } }) });
+    await post(s.h.env, { body: JSON.stringify({ type: "email.opened", created_at: "2026-11-02T11:00:00.000Z", data: { email_id: id } }) });
+    await post(s.h.env, { body: JSON.stringify({ type: "email.clicked", created_at: "2026-11-02T10:06:00.000Z", data: { email_id: id } }) });
+    expect(await s.delivery(d.id)).toMatchObject({ opened_at: "2026-11-02T10:05:00.000Z", clicked_at: "2026-11-02T10:06:00.000Z" });
+
+    const before = await snapshot();
+    const again = await post(s.h.env, { id: "msg_delivered", body: event("email.delivered", id) });
+    expect(again.status).toBe(200);
+    expect(again.body.data.result).toBe("duplicate");
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("a permanent bounce bounces the delivery and the subscriber; a transient one only the delivery; never backwards", async () => {
+    const s = await sentCampaign(2);
+    const [hard, soft] = s.deliveries as [Delivery, Delivery];
+    await post(s.h.env, { body: event("email.bounced", hard.provider_message_id ?? "", { bounce: { type: "Permanent", subType: "General" } }) });
+    await post(s.h.env, { body: event("email.bounced", soft.provider_message_id ?? "", { bounce: { type: "Transient" } }) });
+    expect(await s.delivery(hard.id)).toMatchObject({ status: "bounced", bounce_type: "Permanent" });
+    expect(await s.subscriberStatus(hard.subscriber_id)).toBe("bounced");
+    expect(await s.delivery(soft.id)).toMatchObject({ status: "bounced", bounce_type: "Transient" });
+    expect(await s.subscriberStatus(soft.subscriber_id)).toBe("active");
+    // A delivered report arriving after the bounce leaves it bounced.
+    const late = await post(s.h.env, { body: event("email.delivered", hard.provider_message_id ?? "") });
+    expect(late.body.data.result).toBe("ignored");
+    expect(await s.delivery(hard.id)).toMatchObject({ status: "bounced" });
+  });
+
+  it("a complaint marks the delivery complained and unsubscribes the subscriber; a redelivered one changes nothing again", async () => {
+    const s = await sentCampaign(1);
+    const d = s.deliveries[0] as Delivery;
+    await post(s.h.env, { id: "msg_complaint", body: event("email.complained", d.provider_message_id ?? "") });
+    expect(await s.delivery(d.id)).toMatchObject({ status: "complained" });
+    expect(await s.subscriberStatus(d.subscriber_id)).toBe("unsubscribed");
+    // Resubscribed by the API afterwards: the same event delivered again must not undo that.
+    await s.h.t.call("PATCH", `${s.h.t.ws}/subscribers/${d.subscriber_id}`, { body: { status: "active" } });
+    expect((await post(s.h.env, { id: "msg_complaint", body: event("email.complained", d.provider_message_id ?? "") })).body.data.result).toBe("duplicate");
+    expect(await s.subscriberStatus(d.subscriber_id)).toBe("active");
+  });
+});
+
+describe("GET /campaigns/{id}/stats", () => {
+  it("counts every delivery state, opens, clicks and unsubscribes exactly", async () => {
+    const s = await sentCampaign(6);
+    const [a, b, c, d] = s.deliveries as [Delivery, Delivery, Delivery, Delivery];
+    await post(s.h.env, { body: event("email.delivered", a.provider_message_id ?? "") });
+    await post(s.h.env, { body: event("email.delivered", b.provider_message_id ?? "") });
+    await post(s.h.env, { body: event("email.opened", b.provider_message_id ?? "") });
+    await post(s.h.env, { body: event("email.clicked", b.provider_message_id ?? "") });
+    await post(s.h.env, { body: event("email.bounced", c.provider_message_id ?? "", { bounce: { type: "Permanent" } }) });
+    await post(s.h.env, { body: event("email.complained", d.provider_message_id ?? "") });
+    await env.DB.prepare("UPDATE deliveries SET unsubscribed_at = 1 WHERE id = ?").bind(a.id).run();
+
+    const res = await s.stats();
+    expect(res.data).toEqual({
+      object: "campaign_stats",
+      campaign_id: s.campaign.id,
+      recipients: 6,
+      queued: 0,
+      sent: 2,
+      delivered: 2,
+      bounced: 1,
+      complained: 1,
+      failed: 0,
+      opened: 1,
+      clicked: 1,
+      unsubscribed: 1,
+    });
+  });
+
+  it("zero for a campaign never sent; 404 for one in another workspace", async () => {
+    const s = await sentCampaign(1);
+    const draft = await createCampaign(s.h.t);
+    const res = await s.h.t.call("GET", `${s.h.t.ws}/campaigns/${draft.id}/stats`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ recipients: 0, sent: 0, delivered: 0, opened: 0 });
+    const other = await harness("live");
+    expectError(await other.t.call("GET", `${other.t.ws}/campaigns/${s.campaign.id}/stats`), 404, "not_found");
+  });
+});
