@@ -16,6 +16,8 @@ import { operationsRouter } from "./operations/operations.index";
 import { segmentsRouter } from "./segments/segments.index";
 import { subscribersRouter } from "./subscribers/subscribers.index";
 import { workspacesRouter } from "./workspaces/workspaces.index";
+import { eventsRouter } from "./events/events.index";
+import { webhookEndpointsRouter } from "./webhooks/endpoints.index";
 
 /** `/v1/...` and `/...` are the same endpoint: the version segment is dropped before routing. */
 const withoutVersion = (request: Request) => {
@@ -33,6 +35,8 @@ export const resourceRouters = [
   segmentsRouter,
   campaignsRouter,
   operationsRouter,
+  webhookEndpointsRouter,
+  eventsRouter,
 ];
 
 export const createApp = () => {
