@@ -1,35 +1,61 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+// @ts-expect-error: a plain .mjs script, shared with wrangler's [build] command, without type declarations.
+import { prepareDocsAssets } from "./scripts/docs-assets.mjs";
 
 export default defineConfig(async () => {
   // The same folder drizzle-kit writes and wrangler applies.
   const migrations = await readD1Migrations("./migrations");
+  // wrangler.toml's [assets] folder must exist before the worker starts (the test plugin does not run [build]).
+  prepareDocsAssets();
   return {
-    plugins: [
-      cloudflareTest({
-        wrangler: { configPath: "./wrangler.toml" },
-        miniflare: {
-          bindings: {
-            TEST_MIGRATIONS: migrations,
-            ADMIN_TOKEN: "test-admin-token",
-          },
-          // A low per-credential limit, so the 429 path is reachable in a test.
-          ratelimits: { RATE_LIMITER: { namespace_id: "1001", simple: { limit: 300, period: 60 } } },
-          queueConsumers: {
-            "newsletter-send": { maxBatchTimeout: 0, maxRetries: 10, deadLetterQueue: "newsletter-send-dlq" },
-            "newsletter-send-dlq": { maxBatchTimeout: 0 },
-            "newsletter-webhooks": { maxBatchTimeout: 0, maxRetries: 5, deadLetterQueue: "newsletter-webhooks-dlq" },
-            "newsletter-webhooks-dlq": { maxBatchTimeout: 0 },
-          },
-        },
-      }),
-    ],
     test: {
-      setupFiles: ["./test/setup.ts"],
-      testTimeout: 30_000,
       // The one-line-per-request access log is noise in test output; errors still print.
       onConsoleLog: (log: string) => !log.startsWith('{"level":"info"'),
-      hookTimeout: 30_000,
+      projects: [
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: "./wrangler.toml" },
+              miniflare: {
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  ADMIN_TOKEN: "test-admin-token",
+                },
+                // A low per-credential limit, so the 429 path is reachable in a test.
+                ratelimits: {
+                  RATE_LIMITER: { namespace_id: "1001", simple: { limit: 300, period: 60 } },
+                  PUBLIC_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 40, period: 60 } },
+                },
+                queueConsumers: {
+                  "newsletter-send": { maxBatchTimeout: 0, maxRetries: 10, deadLetterQueue: "newsletter-send-dlq" },
+                  "newsletter-send-dlq": { maxBatchTimeout: 0 },
+                  "newsletter-webhooks": { maxBatchTimeout: 0, maxRetries: 5, deadLetterQueue: "newsletter-webhooks-dlq" },
+                  "newsletter-webhooks-dlq": { maxBatchTimeout: 0 },
+                },
+              },
+            }),
+          ],
+          test: {
+            name: "workers",
+            include: ["test/*.test.ts"],
+            setupFiles: ["./test/setup.ts"],
+            testTimeout: 30_000,
+            hookTimeout: 30_000,
+          },
+        },
+        {
+          // Node-side checks against a locally started worker: the OpenAPI lint and the browser tests.
+          test: {
+            name: "node",
+            environment: "node",
+            include: ["test/node/**/*.test.ts"],
+            globalSetup: ["./test/node/harness/global-setup.ts"],
+            testTimeout: 60_000,
+            hookTimeout: 60_000,
+          },
+        },
+      ],
     },
   };
 });

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-// `npm run bench`: seeds 100,000 subscribers into a private local D1, serves the deployable bundle with
+// `npm run bench`: measures the deployed worker's start-up, seeds 100,000 subscribers into a private local
+// D1, serves the bench entry (bench/worker/: the deployed worker plus the baseline routes) with
 // `wrangler dev`, and measures every API route beside its two baselines in the same run (see README.md).
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { measureBundle, profileStartup } from "./lib/bundle.mjs";
+import { buildBenchBundle, measureBundle, profileStartup } from "./lib/bundle.mjs";
+import { measureContent } from "./lib/content.mjs";
 import { measureFanout } from "./lib/fanout.mjs";
 import { describeMachine } from "./lib/machine.mjs";
 import { measurePagination } from "./lib/pagination.mjs";
@@ -13,13 +15,15 @@ import { printReport, writeMarkdown } from "./lib/report.mjs";
 import { measureReads, measureWrites } from "./lib/routes.mjs";
 import { writeSeed } from "./lib/seed.mjs";
 import { createSession } from "./lib/session.mjs";
-import { cacheDir, root, startDev, wrangler, wranglerVersion } from "./lib/wrangler.mjs";
+import { benchConfig, cacheDir, root, startDev, wrangler, wranglerVersion } from "./lib/wrangler.mjs";
 import { ensureWrk } from "./lib/wrk.mjs";
 
 const config = {
   subscribers: Number(process.env.BENCH_SUBSCRIBERS ?? 100_000),
   /** Tokens used round-robin, so that no single credential meets the per-credential rate limit. */
   credentials: 64,
+  /** `wrangler check startup` profiles of the deployed worker; the figure is the median. */
+  startupRounds: Number(process.env.BENCH_STARTUP_ROUNDS ?? 5),
   seconds: Number(process.env.BENCH_SECONDS ?? 3),
   /** Rounds per route case; the pagination section runs half as many. */
   rounds: Number(process.env.BENCH_ROUNDS ?? 4),
@@ -31,11 +35,14 @@ const config = {
   fanoutTimeoutSeconds: Number(process.env.BENCH_FANOUT_TIMEOUT ?? 240),
   /** Sends (each beside its floor) per audience; the figures are the median round. */
   fanoutRounds: Number(process.env.BENCH_FANOUT_ROUNDS ?? 3),
-  /** Which parts to run: any of reads, pagination, writes, fanout. */
-  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout").split(","),
+  /** Which parts to run: any of reads, pagination, writes, fanout, content. */
+  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout,content").split(","),
+  /** The content section's send audience (a fan-out workspace of that size is seeded) and rounds. */
+  contentAudience: Number(process.env.BENCH_CONTENT_AUDIENCE ?? 100_000),
+  contentRounds: Number(process.env.BENCH_CONTENT_ROUNDS ?? 3),
 };
 const runs = (section) => config.sections.includes(section);
-const fanoutAudiences = runs("fanout") ? config.fanout : [];
+const fanoutAudiences = [...new Set([...(runs("fanout") ? config.fanout : []), ...(runs("content") ? [config.contentAudience] : [])])];
 
 const runStarted = performance.now();
 const runId = randomBytes(4).toString("hex");
@@ -52,10 +59,14 @@ rmSync(persistTo, { recursive: true, force: true });
 mkdirSync(workDir, { recursive: true });
 const tmp = mkdtempSync(join(tmpdir(), "newsletter-bench-"));
 
-// 1. The deployable bundle, and the worker's start-up cost.
-log("building the bundle (wrangler deploy --dry-run)…");
-const bundle = measureBundle(join(tmp, "bundle"), join(tmp, "bundle-min"));
-const startupProfile = profileStartup(join(tmp, "worker.form"), join(tmp, "startup.cpuprofile"));
+// 1. The deployed worker: its start-up cost and, for information, its bundle's size.
+log(`profiling the deployed worker's start-up (wrangler check startup, ${config.startupRounds} times)…`);
+const startupProfile = profileStartup(join(tmp, "worker.form"), tmp, config.startupRounds);
+const bundle = measureBundle(join(tmp, "bundle"));
+log(`start-up CPU ${startupProfile.cpuMs.toFixed(1)} ms (median); bundle ${(bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
+// What is served: the bench entry, with its config derived from wrangler.toml.
+const benchToml = benchConfig(cacheDir);
+const benchScript = buildBenchBundle(join(tmp, "bench-bundle"), benchToml);
 
 // 2. A private database: migrations, then the seeded workspaces in batched multi-row INSERTs.
 const extra = fanoutAudiences.reduce((sum, n) => sum + n, 0);
@@ -67,16 +78,15 @@ wrangler(["d1", "execute", "DB", "--local", "--persist-to", persistTo, "--file",
 const seedSeconds = (performance.now() - seedStarted) / 1000;
 log(`seeded in ${seedSeconds.toFixed(1)} s`);
 
-// 3. The service, with the baseline routes on and secrets of its own.
+// 3. The service with the baseline routes (the bench entry), and secrets of its own.
 const devLog = join(workDir, "wrangler-dev.log");
 const dev = await startDev({
-  script: bundle.script,
+  script: benchScript,
+  config: benchToml,
   port: config.port,
   inspectorPort: config.inspectorPort,
   persistTo,
   vars: {
-    BENCH_ROUTES: "on",
-    CURSOR_SECRET: randomBytes(24).toString("base64url"),
     ADMIN_TOKEN: randomBytes(24).toString("base64url"),
   },
   logFile: devLog,
@@ -90,13 +100,8 @@ const results = {
   config,
   machine,
   seed: { subscribers: config.subscribers, fanoutSubscribers: extra, seconds: seedSeconds },
-  bundle: {
-    rawBytes: bundle.rawBytes,
-    gzipBytes: bundle.gzipBytes,
-    wrangler: bundle.wrangler,
-    minified: { rawBytes: bundle.minified.rawBytes, gzipBytes: bundle.minified.gzipBytes, wrangler: bundle.minified.wrangler },
-  },
-  startup: { devSpawnToHealthMs: dev.startupMs, workerStartupCpuMs: startupProfile.cpuMs },
+  startup: { workerStartupCpuMs: startupProfile.cpuMs, workerStartupCpuMsRounds: startupProfile.rounds, devSpawnToHealthMs: dev.startupMs },
+  bundle: { rawBytes: bundle.rawBytes, gzipBytes: bundle.gzipBytes, wrangler: bundle.wrangler },
   routes: [],
   pagination: [],
   fanout: undefined,
@@ -104,21 +109,33 @@ const results = {
 
 try {
   const session = createSession({ dev, seed, config, runId, workDir, log });
-  session.expectStatus(await session.api("GET", "/bench/constant"), 200, "constant route (BENCH_ROUTES on)");
+  session.expectStatus(await session.api("GET", "/bench/constant"), 200, "constant route (the bench entry's baselines)");
   if (runs("reads")) results.routes.push(...(await measureReads(session)));
   // Before the writes, so that page 1 and the deep page see the seeded lists only.
   if (runs("pagination")) results.pagination = await measurePagination(session);
   if (runs("writes")) results.routes.push(...(await measureWrites(session)));
-  if (fanoutAudiences.length > 0) {
+  if (runs("fanout") && config.fanout.length > 0) {
     results.fanout = await measureFanout({
       api: session.api,
       tokens: seed.tokens,
       fanoutWorkspaces: seed.fanoutWorkspaces,
-      audiences: fanoutAudiences,
+      audiences: config.fanout,
       rounds: config.fanoutRounds,
       log,
       logFile: devLog,
       timeoutSeconds: config.fanoutTimeoutSeconds,
+    });
+  }
+  if (runs("content")) {
+    results.content = await measureContent({
+      api: session.api,
+      token: seed.tokens[0],
+      workspaceId: seed.fanoutWorkspaces[config.contentAudience],
+      audience: config.contentAudience,
+      rounds: config.contentRounds,
+      renderMessages: 2000,
+      timeoutSeconds: config.fanoutTimeoutSeconds,
+      log,
     });
   }
 } finally {

@@ -132,6 +132,34 @@ afterEach(() => {
 });
 
 describe("delivery through Resend (live credential, mocked provider)", () => {
+  it("sends every subscriber exactly the message its preview shows (one rendering path)", async () => {
+    const h = await harness("live");
+    const [first, second] = await seedSubscribers(h.t.workspace.id, 2);
+    await env.DB.prepare("UPDATE subscribers SET name = '<i>Ann</i>', tags = '[\"vip\"]', location = 'Oslo' WHERE id = ?").bind(first).run();
+    const fetchSpy = resendAlwaysOk();
+    const campaign = await createCampaign(h.t, {
+      subject: "{{ subscriber.name | default: 'Friend' }}, your notes",
+      preheader: "From {{ subscriber.location | default: 'anywhere' }}",
+      html: '<html><body><p>Hi {{ subscriber.name }}</p>{% for t in subscriber.tags %}<b>{{ t | upcase }}</b>{% endfor %}<a href="https://example.com">Read</a></body></html>',
+    });
+    await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+
+    const received = fetchSpy.mock.calls.map(([, init]) => JSON.parse(String((init as RequestInit).body)) as Record<string, unknown>);
+    expect(received).toHaveLength(2);
+    for (const id of [first, second]) {
+      const preview = await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/preview`, { body: { subscriber_id: id } });
+      expect(preview.status, preview.text).toBe(200);
+      const p = preview.body.data;
+      const got = received.find((r) => (r.to as string[])[0] === p.to);
+      expect(got).toEqual({ from: p.from, to: [p.to], subject: p.subject, html: p.html, text: p.text, headers: p.headers });
+    }
+    const ann = received.find((r) => r.subject === "<i>Ann</i>, your notes");
+    expect(ann?.html).toContain("<p>Hi &lt;i&gt;Ann&lt;/i&gt;</p><b>VIP</b>");
+    expect(ann?.html).toContain(">From Oslo</div>");
+    expect(received.find((r) => r.subject === "Friend, your notes")?.text).toContain("Read <https://example.com>");
+  });
+
   it("sends each recipient once over HTTPS with the delivery id as the idempotency key", async () => {
     const h = await harness("live");
     await seedSubscribers(h.t.workspace.id, 3);

@@ -51,7 +51,8 @@ describe("GET /workspaces", () => {
   it.each([
     ["limit=0", "limit must be an integer from 1 to 100"],
     ["limit=101", "limit must be an integer from 1 to 100"],
-    ["limit=010", "limit must be an integer from 1 to 100"],
+    ["limit=000", "limit must be an integer from 1 to 100"],
+    ["limit=0101", "limit must be an integer from 1 to 100"],
     ["limit=1e1", "limit must be an integer from 1 to 100"],
     ["limit=0x10", "limit must be an integer from 1 to 100"],
     ["limit=%2010", "limit must be an integer from 1 to 100"],
@@ -64,6 +65,14 @@ describe("GET /workspaces", () => {
     expectError(res, 400, "validation_failed", "limit");
     expect(res.body.error.message).toBe(message);
     expect(res.body.error.details).toEqual([{ param: "limit", message }]);
+  });
+
+  it("reads limit as the integer its digits spell, leading zeros included (as `type: integer` does)", async () => {
+    const t = await tenant();
+    for (const query of ["limit=01", "limit=010", "limit=0100"]) {
+      const res = await t.call("GET", `/v1/workspaces?${query}`);
+      expect(res.status, `${query}: ${res.text}`).toBe(200);
+    }
   });
 
   it("documents limit as an integer from 1 to 100, default 20", async () => {

@@ -20,7 +20,7 @@ export const measurePagination = async (session) => {
     const query = new URLSearchParams({ limit: "100", ...filter }).toString();
     const size = listSize(config.subscribers, filter);
     const offset = Math.floor(size * 0.9);
-    // A cursor signed with the service's own codec and CURSOR_SECRET, for the row `offset` deep.
+    // A cursor signed with the service's own codec and signing key, for the row `offset` deep.
     const where = new URLSearchParams({ workspace_id: seed.workspaceId, offset: String(offset), ...filter });
     const { body: position } = session.expectStatus(await session.api("GET", `/bench/cursor?${where}`), 200, "deep cursor");
     const deep = session.expectStatus(await session.api("GET", `${ws}/subscribers?${query}&after=${position.cursor}`), 200, "deep page");

@@ -19,6 +19,7 @@ const measureCase = (session, { name, description, apiLines, rawLines }) => {
       rpsVsRaw: api.rps / raw.rps,
       rpsVsConstant: api.rps / constant.rps,
       p50VsRaw: api.p50 / raw.p50,
+      p99VsRaw: api.p99 / raw.p99,
       p50VsConstant: api.p50 / constant.p50,
     },
   };
@@ -56,14 +57,30 @@ export const measureReads = async (session) => {
 
 export const measureWrites = async (session) => {
   const { tokens, ws, raw, runId, seed } = session;
-  // {n} makes every request's email new (see wrk.lua).
+  // {n} makes every request's email (and Idempotency-Key) new (see wrk.lua).
   const createBody = '{"email":"c-{n}@bench.example","tags":["weekly"]}';
+  const keyedBody = '{"email":"k-{n}@bench.example","tags":["weekly"]}';
+  session.expectStatus(
+    await session.api("POST", `${ws}/subscribers`, { key: `bench-keyed-${runId}-probe`, body: { email: `keyed-${runId}@bench.example` } }),
+    201,
+    "keyed create",
+  );
   const rows = [
     measureCase(session, {
       name: "create subscriber",
       description: "POST /v1/workspaces/{ws}/subscribers, a new email each request",
       apiLines: tokens.map((token) => requestLine({ method: "POST", path: `${ws}/subscribers`, token, body: createBody })),
       rawLines: [requestLine({ method: "POST", path: `${raw}/subscribers`, body: createBody })],
+    }),
+    // The first request of each key: the claim, the handler, and the stored response, against the same
+    // insert floor as the unkeyed create.
+    measureCase(session, {
+      name: "keyed create",
+      description: "POST /v1/workspaces/{ws}/subscribers with a new Idempotency-Key and a new email each request",
+      apiLines: tokens.map((token) =>
+        requestLine({ method: "POST", path: `${ws}/subscribers`, token, key: "bench-key-{n}", body: keyedBody }),
+      ),
+      rawLines: [requestLine({ method: "POST", path: `${raw}/subscribers`, body: keyedBody })],
     }),
   ];
 

@@ -1,7 +1,8 @@
 -- Request driver for wrk. args[1]: a request file, one request a line, tab-separated:
 --   METHOD  PATH  TOKEN  IDEMPOTENCY-KEY  BODY
--- Requests are sent round-robin. A body containing {n} is a template: {n} becomes args[2] .. a counter,
--- so each request creates a distinct subscriber. done() prints one machine-readable summary line.
+-- Requests are sent round-robin. A body or key containing {n} is a template: {n} becomes args[2] .. a
+-- counter, so each request creates a distinct subscriber (with a key of its own). done() prints one
+-- machine-readable summary line.
 local fixed = {}
 local templates = {}
 local prefix = ""
@@ -16,8 +17,8 @@ function init(args)
       if token ~= "" then headers["Authorization"] = "Bearer " .. token end
       if key ~= "" then headers["Idempotency-Key"] = key end
       if body ~= "" then headers["Content-Type"] = "application/json" end
-      if body:find("{n}", 1, true) then
-        table.insert(templates, { method, path, headers, body })
+      if body:find("{n}", 1, true) or key:find("{n}", 1, true) then
+        table.insert(templates, { method, path, headers, body, key })
       else
         table.insert(fixed, wrk.format(method, path, headers, body ~= "" and body or nil))
       end
@@ -30,7 +31,8 @@ function request()
   if #templates > 0 then
     local t = templates[(n % #templates) + 1]
     local body = t[4]:gsub("{n}", prefix .. n)
-    return wrk.format(t[1], t[2], t[3], body)
+    if t[5] ~= "" then t[3]["Idempotency-Key"] = t[5]:gsub("{n}", prefix .. n) end
+    return wrk.format(t[1], t[2], t[3], body ~= "" and body or nil)
   end
   return fixed[(n % #fixed) + 1]
 end

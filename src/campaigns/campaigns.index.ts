@@ -7,8 +7,10 @@ import { findNewsletter } from "../newsletters/newsletters.repository";
 import { serializeOperation } from "../operations/operations.schemas";
 import { findSegment } from "../segments/segments.repository";
 import { startCampaignSend } from "../sending/producer";
-import { findCampaign, insertCampaign, listCampaignsPage } from "./campaigns.repository";
-import { createCampaign, getCampaign, listCampaigns, sendCampaign } from "./campaigns.routes";
+import { validateCampaignContent } from "../content";
+import { previewEmail, testSend } from "./campaign-mail";
+import { type CampaignChanges, type CampaignRow, editableStatuses, findCampaign, insertCampaign, listCampaignsPage, updateCampaignStatements } from "./campaigns.repository";
+import { createCampaign, getCampaign, listCampaigns, previewCampaign, sendCampaign, testCampaign, updateCampaign } from "./campaigns.routes";
 import { serializeCampaign } from "./campaigns.schemas";
 
 const missing = (param: string, id: string) =>
@@ -19,6 +21,8 @@ export const campaignsRouter = createRouter()
     const { workspace_id } = c.req.valid("param");
     const body = c.req.valid("json");
     const segmentId = body.segment_id ?? null;
+    const content = { subject: body.subject, preheader: body.preheader ?? null, html: body.html ?? null, text: body.text ?? null };
+    validateCampaignContent(content);
     const now = Date.now();
     const id = newId("campaign", now);
     const [[row]] = await commit(c, [insertCampaign(c.var.db, {
@@ -26,8 +30,7 @@ export const campaignsRouter = createRouter()
       workspaceId: workspace_id,
       newsletterId: body.newsletter_id,
       segmentId,
-      subject: body.subject,
-      preheader: body.preheader ?? null,
+      ...content,
       status: "draft",
       scheduledAt: body.scheduled_at ? Date.parse(body.scheduled_at) : null,
       sentAt: null,
@@ -53,6 +56,49 @@ export const campaignsRouter = createRouter()
     const position = await afterPosition(c, scope, after);
     const rows = await listCampaignsPage(c.var.db, workspace_id, status, position, limit + 1);
     return c.json(await toPage(c, scope, rows, limit, serializeCampaign), 200);
+  })
+  .openapi(updateCampaign, async (c) => {
+    const { workspace_id, campaign_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const changes: CampaignChanges = {
+      subject: body.subject,
+      preheader: body.preheader,
+      html: body.html,
+      text: body.text,
+      segmentId: body.segment_id,
+      scheduledAt: body.scheduled_at === undefined ? undefined : body.scheduled_at === null ? null : Date.parse(body.scheduled_at),
+    };
+    // Each template stands on its own, so the ones sent are checked without reading the others.
+    validateCampaignContent({ subject: changes.subject ?? "-", preheader: changes.preheader ?? null, html: changes.html ?? null, text: changes.text ?? null });
+    const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as CampaignChanges;
+    const results = await commit(c, updateCampaignStatements(c.var.db, workspace_id, campaign_id, defined, Date.now()), {
+      status: 200,
+      resource: "campaign",
+      id: campaign_id,
+    });
+    const [row] = results.at(-1) as CampaignRow[];
+    if (row) return c.json(envelope(serializeCampaign(row)), 200);
+    // Nothing changed: say why.
+    const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
+    if (!campaign) throw notFound("campaign", campaign_id);
+    if (!(editableStatuses as readonly string[]).includes(campaign.status)) {
+      throw new ApiError("campaign_not_editable", `Only a draft or scheduled campaign can be edited; this one is ${campaign.status}`);
+    }
+    if (typeof defined.segmentId === "string") throw missing("segment_id", defined.segmentId);
+    throw new Error(`campaign ${campaign_id} was not updated, yet it is editable`);
+  })
+  .openapi(previewCampaign, async (c) => {
+    const { workspace_id, campaign_id } = c.req.valid("param");
+    const body = c.req.valid("json") ?? {};
+    return c.json(envelope(await previewEmail(c, workspace_id, campaign_id, body.subscriber_id ?? null)), 200);
+  })
+  .openapi(testCampaign, async (c) => {
+    const { workspace_id, campaign_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const answer = envelope(await testSend(c, workspace_id, campaign_id, { emails: body.emails, integrationSlug: body.integration_slug ?? undefined }));
+    // Nothing to write but the answer a retry with the same Idempotency-Key gets.
+    await commit(c, [], { status: 200, body: answer });
+    return c.json(answer, 200);
   })
   .openapi(sendCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

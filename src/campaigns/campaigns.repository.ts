@@ -1,7 +1,8 @@
-import { and, desc, eq, lt, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { insertWhere } from "../db/insert-where";
-import { campaigns, campaignStatuses, newsletters, segments } from "../db/schema";
+import { campaigns, campaignStatuses, newsletters, operations, segments } from "../db/schema";
 
 export type CampaignRow = typeof campaigns.$inferSelect;
 
@@ -55,3 +56,43 @@ export const listCampaignsPage = (
     )
     .orderBy(desc(campaigns.id))
     .limit(take);
+
+/** Only these can be edited: once a send is under way, the message is what it is. */
+export const editableStatuses = ["draft", "scheduled"] as const;
+
+export type CampaignChanges = Partial<Pick<CampaignRow, "subject" | "preheader" | "html" | "text" | "segmentId" | "scheduledAt">>;
+
+const segmentExists = (workspaceId: string, segmentId: string | null | undefined) =>
+  typeof segmentId === "string"
+    ? sql`EXISTS (SELECT 1 FROM segments s WHERE s.id = ${segmentId} AND s.workspace_id = ${workspaceId})`
+    : undefined;
+
+/**
+ * The statements of a campaign edit, decisive one last: the campaign changes only while it is a draft
+ * or scheduled and its new segment (if any) exists. A scheduled campaign given a new `scheduled_at`
+ * moves its queued send along (null: due now), under the same conditions.
+ */
+export const updateCampaignStatements = (db: Db, workspaceId: string, id: string, changes: CampaignChanges, now: number): BatchItem<"sqlite">[] => {
+  const editable = and(
+    eq(campaigns.workspaceId, workspaceId),
+    eq(campaigns.id, id),
+    inArray(campaigns.status, editableStatuses),
+    segmentExists(workspaceId, changes.segmentId),
+  );
+  const update = db.update(campaigns).set({ ...changes, updatedAt: now }).where(editable).returning();
+  if (changes.scheduledAt === undefined) return [update];
+  const reschedule = db
+    .update(operations)
+    .set({ startAt: changes.scheduledAt ?? now, updatedAt: now })
+    .where(
+      and(
+        eq(operations.campaignId, id),
+        eq(operations.status, "queued"),
+        sql`EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ${id} AND c.workspace_id = ${workspaceId} AND c.status = 'scheduled')`,
+        typeof changes.segmentId === "string"
+          ? sql`EXISTS (SELECT 1 FROM segments s WHERE s.id = ${changes.segmentId} AND s.workspace_id = ${workspaceId})`
+          : undefined,
+      ),
+    );
+  return [reschedule, update];
+};

@@ -1,7 +1,21 @@
 import { OperationSchema } from "../operations/operations.schemas";
 import { apiRoute } from "../lib/route";
 import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
-import { CampaignParams, CampaignSchema, CreateCampaignBody, ListCampaignsQuery, SendCampaignBody } from "./campaigns.schemas";
+import {
+  CampaignParams,
+  CampaignSchema,
+  CreateCampaignBody,
+  EmailPreviewSchema,
+  ListCampaignsQuery,
+  PreviewCampaignBody,
+  SendCampaignBody,
+  TestSendBody,
+  TestSendSchema,
+  UpdateCampaignBody,
+} from "./campaigns.schemas";
+
+/** Campaign content may be up to 768 KiB of templates, escaped in JSON: these routes take 2 MiB. */
+export const CONTENT_BODY_BYTES = 2 * 1024 * 1024;
 
 const one = (description: string) => ({
   description,
@@ -14,9 +28,10 @@ export const createCampaign = apiRoute({
   tags: ["Campaigns"],
   summary: "Create a campaign",
   description:
-    "Creates a `draft` from a newsletter and an optional segment. A `newsletter_id` or `segment_id` that names nothing in the workspace is a 400 `resource_missing`.",
+    "Creates a `draft` from a newsletter and an optional segment, with its content: `subject`, `preheader`, `html` and `text` are Liquid templates, checked here (a syntax error or an unknown variable is a 400 `validation_failed` naming the field and the line). A `newsletter_id` or `segment_id` that names nothing in the workspace is a 400 `resource_missing`. Bodies up to 2 MiB.",
   scope: "campaigns:write",
   idempotent: true,
+  maxBodyBytes: CONTENT_BODY_BYTES,
   request: {
     params: WorkspaceParams,
     body: { required: true, content: { "application/json": { schema: CreateCampaignBody } } },
@@ -68,5 +83,57 @@ export const sendCampaign = apiRoute({
       description: "The send operation, queued",
       content: { "application/json": { schema: dataEnvelope(OperationSchema) } },
     },
+  },
+});
+
+export const updateCampaign = apiRoute({
+  method: "patch",
+  path: "/workspaces/{workspace_id}/campaigns/{campaign_id}",
+  tags: ["Campaigns"],
+  summary: "Update a campaign",
+  description:
+    "Changes any of `subject`, `preheader`, `html`, `text`, `segment_id`, `scheduled_at` (at least one) of a `draft` or `scheduled` campaign; any other status is a 409 `campaign_not_editable`. Templates are checked as on create. A new `scheduled_at` of a scheduled campaign moves its send. Bodies up to 2 MiB.",
+  scope: "campaigns:write",
+  idempotent: true,
+  maxBodyBytes: CONTENT_BODY_BYTES,
+  request: {
+    params: CampaignParams,
+    body: { required: true, content: { "application/json": { schema: UpdateCampaignBody } } },
+  },
+  responses: { 200: one("The updated campaign") },
+});
+
+export const previewCampaign = apiRoute({
+  method: "post",
+  path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/preview",
+  tags: ["Campaigns"],
+  summary: "Preview a campaign",
+  description:
+    "The exact message a subscriber would get (the send renders it with the same code): for `subscriber_id`, or for a sample subscriber. A `subscriber_id` that names no subscriber of the workspace is a 400 `resource_missing`. Changes nothing.",
+  scope: "campaigns:read",
+  request: {
+    params: CampaignParams,
+    body: { required: false, content: { "application/json": { schema: PreviewCampaignBody } } },
+  },
+  responses: {
+    200: { description: "The rendered message", content: { "application/json": { schema: dataEnvelope(EmailPreviewSchema) } } },
+  },
+});
+
+export const testCampaign = apiRoute({
+  method: "post",
+  path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/test",
+  tags: ["Campaigns"],
+  summary: "Send a campaign test",
+  description:
+    "Sends the campaign, rendered for the sample subscriber with its subject prefixed `[Test] `, to 1 to 5 addresses. No delivery is recorded and the campaign stays as it was. Test credentials deliver through `sandbox`.",
+  scope: "campaigns:send",
+  idempotent: true,
+  request: {
+    params: CampaignParams,
+    body: { required: true, content: { "application/json": { schema: TestSendBody } } },
+  },
+  responses: {
+    200: { description: "One result per address", content: { "application/json": { schema: dataEnvelope(TestSendSchema) } } },
   },
 });

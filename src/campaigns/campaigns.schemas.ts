@@ -3,16 +3,50 @@ import { campaignStatuses, type campaigns } from "../db/schema";
 import {
   afterQuery,
   bodyString,
+  emailAddress,
   idParam,
   isoDateTime,
   limitQuery,
   optionalText,
   queryEnum,
+  rawText,
   requiredText,
   WorkspaceParams,
 } from "../lib/schemas";
+import { anyTextPattern } from "../lib/text-patterns";
 import { iso } from "../lib/time";
 import { integrationSlugs } from "../sending/integrations";
+import { CONTENT_LIMITS } from "../content";
+
+const encoder = new TextEncoder();
+
+/** A Liquid template field: at most `maxBytes` of UTF-8, not trimmed (whitespace is content); `null` or empty: none. */
+const templateField = (maxBytes: number, description: string, example: string) =>
+  bodyString()
+    .max(maxBytes, { abort: true })
+    .refine((value) => value.length * 3 <= maxBytes || encoder.encode(value).byteLength <= maxBytes, {
+      error: `must be at most ${maxBytes} bytes (${maxBytes / 1024} KiB) of UTF-8`,
+    })
+    .transform((value) => (value === "" ? null : value))
+    .nullable()
+    .optional()
+    // x-max-bytes: the limit in UTF-8 bytes, which maxLength (characters) cannot state.
+    .openapi({ description, example, pattern: anyTextPattern, "x-max-bytes": maxBytes });
+
+const TEMPLATE_NOTE =
+  "A Liquid template (variables `subscriber.email`, `subscriber.name`, `subscriber.tags`, `subscriber.location`, `subscriber.source`, `campaign.subject`, `newsletter.name`, `unsubscribe_url`; filters such as `default`, `upcase`, `capitalize`), checked when saved: a syntax error or an unknown variable is a 400 `validation_failed` naming this field and the line.";
+
+export const htmlField = templateField(
+  CONTENT_LIMITS.html,
+  `The html body. ${TEMPLATE_NOTE} Every output is HTML-escaped. Without \`{{ unsubscribe_url }}\`, a footer with the unsubscribe link and the newsletter's address is added. At most 512 KiB.`,
+  '<html><body><h1>Hello {{ subscriber.name | default: "there" }}!</h1><p>This week in {{ newsletter.name }}…</p><p><a href="{{ unsubscribe_url }}">Unsubscribe</a></p></body></html>',
+);
+
+export const textField = templateField(
+  CONTENT_LIMITS.text,
+  `The plain-text body. ${TEMPLATE_NOTE} Without it, the text part is derived from \`html\` (links kept as URLs), else it is the preheader or the subject. At most 256 KiB.`,
+  "Hello {{ subscriber.name | default: \"there\" }}!\n\nThis week in {{ newsletter.name }}…\n\nUnsubscribe: {{ unsubscribe_url }}",
+);
 
 export const CampaignParams = WorkspaceParams.extend({ campaign_id: idParam("campaign", "campaign_id") });
 
@@ -22,6 +56,8 @@ export const CampaignSchema = z
     object: z.literal("campaign"),
     subject: z.string(),
     preheader: z.string().nullable(),
+    html: z.string().nullable().openapi({ description: "The html body's Liquid template." }),
+    text: z.string().nullable().openapi({ description: "The plain-text body's Liquid template; null: derived from `html`." }),
     status: z.enum(campaignStatuses),
     newsletter_id: z.string(),
     segment_id: z.string().nullable(),
@@ -35,7 +71,22 @@ export const CampaignSchema = z
 export type Campaign = z.infer<typeof CampaignSchema>;
 
 /** A referenced id: any text; one that names nothing in the workspace is a 400 resource_missing. */
-const reference = (example: string) => bodyString().min(1).max(100).openapi({ example });
+const reference = (example: string) => rawText(100).openapi({ example });
+
+const dateTime = z.iso.datetime({ offset: true, abort: true });
+
+// abort: a value that is not a date-time gets that one message, not "must be in the future" too.
+const scheduledAt = dateTime
+  .refine((value) => Date.parse(value) > Date.now(), { error: "must be in the future" })
+  .nullable()
+  .optional()
+  .openapi({
+    format: "date-time",
+    // zod's own expression for what it accepts, so the document's pattern cannot drift from it.
+    pattern: dateTime._zod.pattern.source,
+    description:
+      "When the send starts processing, if later than the send request. ISO 8601 with a time zone, in the future (a rule no schema can state).",
+  });
 
 export const CreateCampaignBody = z
   .strictObject({
@@ -43,18 +94,27 @@ export const CreateCampaignBody = z
     newsletter_id: reference("nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T"),
     preheader: optionalText(255).openapi({ description: "At most 255 characters, trimmed; `null` or blank: none." }),
     segment_id: reference("seg_01JD6Q3Z6W9X8B4N2M5K7P1R3T").nullable().optional(),
-    // abort: a value that is not a date-time gets that one message, not "must be in the future" too.
-    scheduled_at: z.iso
-      .datetime({ offset: true, abort: true })
-      .refine((value) => Date.parse(value) > Date.now(), { error: "must be in the future" })
-      .nullable()
-      .optional()
-      .openapi({
-        format: "date-time",
-        description: "When the send starts processing, if later than the send request. ISO 8601 with a time zone, in the future.",
-      }),
+    html: htmlField,
+    text: textField,
+    scheduled_at: scheduledAt,
   })
   .openapi("CreateCampaignRequest");
+
+export const UpdateCampaignBody = z
+  .strictObject({
+    subject: requiredText(255).optional(),
+    preheader: optionalText(255).openapi({ description: "At most 255 characters, trimmed; `null` or blank: none." }),
+    html: htmlField,
+    text: textField,
+    segment_id: reference("seg_01JD6Q3Z6W9X8B4N2M5K7P1R3T").nullable().optional().openapi({ description: "`null`: the whole audience." }),
+    scheduled_at: scheduledAt,
+  })
+  .refine((body) => Object.keys(body).length > 0, {
+    error: "must set at least one of subject, preheader, html, text, segment_id, scheduled_at",
+  })
+  .openapi("UpdateCampaignRequest", {
+    example: { subject: "{{ subscriber.name | default: 'Hello' }}, this week's notes", html: "<p>Hi {{ subscriber.name | default: 'there' }}</p>" },
+  });
 
 export const ListCampaignsQuery = z.strictObject({
   limit: limitQuery,
@@ -85,6 +145,8 @@ export const serializeCampaign = (row: typeof campaigns.$inferSelect): Campaign 
   object: "campaign",
   subject: row.subject,
   preheader: row.preheader,
+  html: row.html,
+  text: row.text,
   status: row.status,
   newsletter_id: row.newsletterId,
   segment_id: row.segmentId,
@@ -93,3 +155,63 @@ export const serializeCampaign = (row: typeof campaigns.$inferSelect): Campaign 
   created_at: iso(row.createdAt),
   updated_at: iso(row.updatedAt),
 });
+
+// ---- preview and test send ----
+
+export const PreviewCampaignBody = z
+  .strictObject({
+    subscriber_id: bodyString()
+      .min(1)
+      .max(100)
+      .nullable()
+      .optional()
+      .openapi({
+        description: "Render for this subscriber of the workspace; omitted: a sample subscriber (`subscriber@example.com`, `Sample Subscriber`).",
+        example: "sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T",
+      }),
+  })
+  .openapi("PreviewCampaignRequest");
+
+export const EmailPreviewSchema = z
+  .object({
+    object: z.literal("email_preview"),
+    from: z.string().openapi({ example: '"Acme Weekly" <news@acme.test>' }),
+    reply_to: z.string().nullable(),
+    to: z.string().openapi({ example: "ada@example.com" }),
+    subject: z.string().openapi({ example: "Ada, this week's notes" }),
+    html: z.string().nullable().openapi({ example: '<html><body><h1>Hello Ada!</h1><p><a href="http://localhost:8787/u/AQGT…">Unsubscribe</a></p></body></html>' }),
+    text: z.string().openapi({ example: "Hello Ada!\n\nUnsubscribe <http://localhost:8787/u/AQGT…>" }),
+    headers: z.record(z.string(), z.string()).openapi({
+      example: { "List-Unsubscribe": "<http://localhost:8787/u/AQGT…>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" },
+    }),
+  })
+  .openapi("EmailPreview");
+
+export const TEST_SEND_MAX = 5;
+
+export const TestSendBody = z
+  .strictObject({
+    emails: z
+      .array(emailAddress("A recipient of the test."))
+      .min(1)
+      .max(TEST_SEND_MAX)
+      .openapi({ description: `1 to ${TEST_SEND_MAX} addresses.`, example: ["ada@example.com"] }),
+    integration_slug: SendCampaignBody.shape.integration_slug,
+  })
+  .openapi("TestSendRequest");
+
+export const TestSendSchema = z
+  .object({
+    object: z.literal("test_send"),
+    results: z.array(
+      z
+        .object({
+          email: z.string(),
+          status: z.enum(["sent", "failed"]),
+          provider_message_id: z.string().nullable(),
+          error: z.object({ code: z.string(), message: z.string() }).nullable(),
+        })
+        .openapi("TestSendResult"),
+    ),
+  })
+  .openapi("TestSend");

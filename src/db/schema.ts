@@ -50,6 +50,12 @@ export const subscribers = sqliteTable(
     emailKey: text().notNull(),
     name: text(),
     status: text({ enum: ["active", "unsubscribed", "bounced", "pending"] }).notNull(),
+    /**
+     * What set the current status when it was not a plain create: `link` (the unsubscribe link or its
+     * page), `api`, `complaint` or `bounce`. Only a subscriber who left through a link may come back
+     * through one.
+     */
+    statusSource: text({ enum: ["link", "api", "complaint", "bounce"] }),
     /** Tags in the subscriber's own order; `subscriber_tags` indexes them for the `tag` filter. */
     tags: text({ mode: "json" }).$type<string[]>().notNull(),
     location: text(),
@@ -90,6 +96,8 @@ export const newsletters = sqliteTable(
     fromName: text(),
     fromEmail: text().notNull(),
     replyTo: text(),
+    /** Postal address printed in every campaign's footer (anti-spam laws require one). */
+    address: text(),
     createdAt: integer().notNull(),
     updatedAt: integer().notNull(),
   },
@@ -128,6 +136,9 @@ export const campaigns = sqliteTable(
     segmentId: text().references(() => segments.id),
     subject: text().notNull(),
     preheader: text(),
+    /** Liquid templates of the message body (src/content/); null: none. */
+    html: text(),
+    text: text(),
     status: text({ enum: campaignStatuses }).notNull(),
     scheduledAt: integer(),
     sentAt: integer(),
@@ -194,6 +205,8 @@ export const deliveries = sqliteTable(
     status: text({ enum: ["queued", "sent", "failed"] }).notNull(),
     attempts: integer().notNull().default(0),
     providerMessageId: text(),
+    /** When the recipient used this message's unsubscribe link (first time only). */
+    unsubscribedAt: integer(),
     error: text({ mode: "json" }).$type<{ code: string; message: string }>(),
     createdAt: integer().notNull(),
     updatedAt: integer().notNull(),

@@ -9,6 +9,7 @@ export const requiredBindings = {
   IDEMPOTENCY_KV: "KV namespace (Idempotency-Key replays)",
   SEND_QUEUE: "Queue producer (campaign sends)",
   RATE_LIMITER: "rate-limiting binding (per-credential limit)",
+  PUBLIC_RATE_LIMITER: "rate-limiting binding (per-IP limit of the unsubscribe pages)",
 } as const satisfies Partial<Record<keyof Env, string>>;
 
 export type BindingName = keyof typeof requiredBindings;

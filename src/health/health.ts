@@ -35,6 +35,7 @@ export const healthRoute = createRoute({
   tags: ["Utility"],
   summary: "Health and configuration check",
   operationId: "health",
+  security: [],
   description:
     "Whether this deployment can serve the API: its bindings, a migrated database with the service's signing key, and which optional parts (operator API, integrations) are configured. Needs no credential; reveals no secret.",
   responses: {

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { article } from "../errors/zod-messages";
 import { EMAIL_MAX_LENGTH, emailAddressProblem } from "./email";
 import { idPrefixes, type IdKind } from "./ids";
+import { emailPattern, optionalEmailPattern, optionalTextPattern, rawTextPattern, requiredTextPattern } from "./text-patterns";
 
 /** A path id: validated against its prefix, so `sub_…` in a workspace slot is a 400, not a 404. */
 export const idParam = (kind: IdKind, name: string) =>
@@ -26,14 +27,39 @@ const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
  * Both checks run on the text as sent, before trimming, and abort: the length or format rules that
  * follow would say nothing useful about such text.
  */
-export const bodyString = () =>
-  z
-    .string()
+export const bodyString = () => characterRules(z.string());
+
+const characterRules = (text: z.ZodString) =>
+  text
     .refine((value) => value.isWellFormed(), { error: "must be well-formed Unicode text", abort: true })
     .refine((value) => !CONTROL_CHARACTER.test(value), { error: "must not contain control characters", abort: true });
 
+/**
+ * At most `max` characters, counted as JSON Schema's maxLength counts them (code points), so an
+ * emoji is one character, not two UTF-16 units.
+ */
+export const atMostCharacters =
+  (max: number) =>
+  (ctx: z.core.ParsePayload<string>): void => {
+    if (ctx.value.length <= max) return;
+    let count = 0;
+    for (const _ of ctx.value) count++;
+    if (count > max) {
+      ctx.issues.push({ code: "too_big", origin: "string", maximum: max, inclusive: true, input: ctx.value });
+    }
+  };
+
 /** Required text: trimmed, then 1 to `max` characters. */
-export const requiredText = (max: number) => bodyString().trim().min(1).max(max);
+export const requiredText = (max: number) =>
+  bodyString()
+    .trim()
+    .min(1)
+    .check(atMostCharacters(max))
+    .openapi({ pattern: requiredTextPattern(max), description: `1 to ${max} characters after trimming.` });
+
+/** Untrimmed text of 1 to `max` characters (the rules every body string follows). */
+export const rawText = (max: number) =>
+  bodyString().min(1).check(atMostCharacters(max)).openapi({ pattern: rawTextPattern(1, max) });
 
 const blankToNull = (value: string) => (value === "" ? null : value);
 
@@ -41,7 +67,14 @@ const blankToNull = (value: string) => (value === "" ? null : value);
  * Optional free text: trimmed, at most `max` characters. `null`, or text that is empty after
  * trimming, means "no value" and is stored and returned as `null` (as Stripe reads `""`).
  */
-export const optionalText = (max: number) => bodyString().trim().max(max).transform(blankToNull).nullable().optional();
+export const optionalText = (max: number) =>
+  bodyString()
+    .trim()
+    .check(atMostCharacters(max))
+    .openapi({ pattern: optionalTextPattern(max) })
+    .transform(blankToNull)
+    .nullable()
+    .optional();
 
 const emailRules = `An RFC 5322 addr-spec of at most ${EMAIL_MAX_LENGTH} characters (64 before the @), trimmed; ASCII only; the domain a hostname or an address literal such as [192.168.0.1].`;
 
@@ -57,16 +90,15 @@ export const emailAddress = (what: string) =>
   bodyString()
     .trim()
     .min(1, { abort: true })
-    .max(EMAIL_MAX_LENGTH, { abort: true })
     .check(validEmail)
-    .openapi({ format: "email", description: `${what} ${emailRules}`, example: "ada@example.com" });
+    .openapi({ format: "email", pattern: emailPattern, description: `${what} ${emailRules}`, example: "ada@example.com" });
 
 /** Optional email address: `null` or blank means none. */
 export const optionalEmailAddress = (what: string) =>
   bodyString()
     .trim()
-    .max(EMAIL_MAX_LENGTH, { abort: true })
     .check(validEmail)
+    .openapi({ pattern: optionalEmailPattern })
     .transform(blankToNull)
     .nullable()
     .optional()
@@ -76,27 +108,19 @@ export const optionalEmailAddress = (what: string) =>
 
 export const TAG_MAX_LENGTH = 40;
 export const TAGS_MAX = 50;
-/** Bounds the work a body can ask for before duplicates are dropped. */
-const TAG_ENTRIES_MAX = 200;
 
 /**
- * A tag list: each tag trimmed, 1 to 40 characters; duplicates dropped, order kept. The limit of
- * 50 counts distinct tags, so a list that repeats itself is not rejected for its repeats.
+ * A tag list: each tag trimmed, 1 to 40 characters; duplicates dropped, order kept. At most 50
+ * entries, repeats included: a limit on distinct tags is not something a schema can state.
  */
 export const tagList = (options: { minItems: 0 | 1; description: string }) =>
   z
     .array(requiredText(TAG_MAX_LENGTH))
     .min(options.minItems)
-    .max(TAG_ENTRIES_MAX)
-    .transform((list, ctx) => {
-      const distinct = [...new Set(list)];
-      if (distinct.length > TAGS_MAX) {
-        ctx.issues.push({ code: "custom", message: `must have at most ${TAGS_MAX} distinct tags`, input: list });
-      }
-      return distinct;
-    })
+    .max(TAGS_MAX)
+    .transform((list) => [...new Set(list)])
     .openapi({
-      description: `${options.description} Each tag is trimmed and 1 to ${TAG_MAX_LENGTH} characters; duplicates are dropped and the order kept. At most ${TAGS_MAX} distinct tags, in a list of at most ${TAG_ENTRIES_MAX} entries.`,
+      description: `${options.description} At most ${TAGS_MAX}; each tag is trimmed and 1 to ${TAG_MAX_LENGTH} characters; duplicates are dropped and the order kept.`,
       example: ["weekly", "beta"],
     });
 
@@ -109,9 +133,18 @@ export const queryString = () => z.string({ error: givenOnce });
 
 export const queryEnum = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: givenOnce });
 
-// A plain decimal integer: no sign, exponent, hex, spaces or leading zeros, which Number() would all accept.
+/** Trimmed query text of 1 to `max` characters, under the same character rules as body text. */
+export const queryText = (max: number) =>
+  characterRules(z.string({ error: givenOnce }))
+    .trim()
+    .min(1)
+    .check(atMostCharacters(max))
+    .openapi({ pattern: requiredTextPattern(max) });
+
+// Decimal digits only: an integer's text, as the document's `type: integer` reads it (so `01` is 1).
+// No sign, exponent, fraction, hex or spaces, which Number() would all accept.
 export const limitQuery = queryString()
-  .regex(/^(?:[1-9][0-9]?|100)$/, { error: "must be an integer from 1 to 100" })
+  .regex(/^0*(?:[1-9][0-9]?|100)$/, { error: "must be an integer from 1 to 100" })
   .transform(Number)
   .default(20)
   // Clients send and read a number; the pattern above is how the text form of one is checked.
@@ -121,13 +154,14 @@ export const limitQuery = queryString()
     minimum: 1,
     maximum: 100,
     default: 20,
-    description: "Maximum number of objects to return: an integer from 1 to 100 (plain decimal digits).",
+    description: "Maximum number of objects to return: an integer from 1 to 100, in decimal digits (no sign, exponent or fraction).",
     example: 20,
   });
 
 export const afterQuery = queryString()
   .min(1)
-  .max(512)
+  .check(atMostCharacters(512))
+  .openapi({ maxLength: 512 })
   .optional()
   .openapi({ description: "Opaque cursor: the previous page's `pagination.next_cursor`." });
 

@@ -109,7 +109,7 @@ export const jsonBody = readJsonBody();
  * Content-Length is refused after at most `maxBytes` plus one chunk, never buffered whole. A body
  * that ends early (the client went away) is the client's problem: a 400, logged as a warning.
  */
-const readCapped = async (c: Context<AppEnv>, maxBytes: number): Promise<Uint8Array> => {
+export const readCapped = async (c: Context<AppEnv>, maxBytes: number): Promise<Uint8Array> => {
   const tooLarge = () => new ApiError("payload_too_large", `Request body must be at most ${maxBytes} bytes`);
   if (Number(c.req.header("content-length") ?? 0) > maxBytes) throw tooLarge();
   const body = c.req.raw.body;

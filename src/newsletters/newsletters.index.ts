@@ -3,8 +3,8 @@ import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { afterPosition, envelope, toPage } from "../lib/http";
 import { newId } from "../lib/ids";
-import { findNewsletter, insertNewsletter, listNewslettersPage } from "./newsletters.repository";
-import { createNewsletter, getNewsletter, listNewsletters } from "./newsletters.routes";
+import { findNewsletter, insertNewsletter, listNewslettersPage, type NewsletterChanges, updateNewsletter as updateNewsletterRow } from "./newsletters.repository";
+import { createNewsletter, getNewsletter, listNewsletters, updateNewsletter } from "./newsletters.routes";
 import { serializeNewsletter } from "./newsletters.schemas";
 
 export const newslettersRouter = createRouter()
@@ -20,10 +20,30 @@ export const newslettersRouter = createRouter()
       fromName: body.from_name ?? null,
       fromEmail: body.from_email,
       replyTo: body.reply_to ?? null,
+      address: body.address ?? null,
       createdAt: now,
       updatedAt: now,
     })], { status: 201, resource: "newsletter", id });
     return c.json(envelope(serializeNewsletter(row!)), 201);
+  })
+  .openapi(updateNewsletter, async (c) => {
+    const { workspace_id, newsletter_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const changes: NewsletterChanges = {
+      name: body.name,
+      fromName: body.from_name,
+      fromEmail: body.from_email,
+      replyTo: body.reply_to,
+      address: body.address,
+    };
+    const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as NewsletterChanges;
+    const [[row]] = await commit(c, [updateNewsletterRow(c.var.db, workspace_id, newsletter_id, defined, Date.now())], {
+      status: 200,
+      resource: "newsletter",
+      id: newsletter_id,
+    });
+    if (!row) throw notFound("newsletter", newsletter_id);
+    return c.json(envelope(serializeNewsletter(row)), 200);
   })
   .openapi(getNewsletter, async (c) => {
     const { workspace_id, newsletter_id } = c.req.valid("param");

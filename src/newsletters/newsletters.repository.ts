@@ -21,3 +21,12 @@ export const listNewslettersPage = (db: Db, workspaceId: string, after: string |
     .where(and(eq(newsletters.workspaceId, workspaceId), after === undefined ? undefined : lt(newsletters.id, after)))
     .orderBy(desc(newsletters.id))
     .limit(take);
+
+export type NewsletterChanges = Partial<Pick<NewsletterRow, "name" | "fromName" | "fromEmail" | "replyTo" | "address">>;
+
+export const updateNewsletter = (db: Db, workspaceId: string, id: string, changes: NewsletterChanges, now: number) =>
+  db
+    .update(newsletters)
+    .set({ ...changes, updatedAt: now })
+    .where(and(eq(newsletters.workspaceId, workspaceId), eq(newsletters.id, id)))
+    .returning();

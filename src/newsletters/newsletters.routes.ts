@@ -1,6 +1,6 @@
 import { apiRoute } from "../lib/route";
 import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
-import { CreateNewsletterBody, ListNewslettersQuery, NewsletterParams, NewsletterSchema } from "./newsletters.schemas";
+import { CreateNewsletterBody, ListNewslettersQuery, NewsletterParams, NewsletterSchema, UpdateNewsletterBody } from "./newsletters.schemas";
 
 const one = (description: string) => ({
   description,
@@ -46,4 +46,19 @@ export const listNewsletters = apiRoute({
       content: { "application/json": { schema: pageEnvelope(NewsletterSchema) } },
     },
   },
+});
+
+export const updateNewsletter = apiRoute({
+  method: "patch",
+  path: "/workspaces/{workspace_id}/newsletters/{newsletter_id}",
+  tags: ["Newsletters"],
+  summary: "Update a newsletter",
+  description: "Changes any of `name`, `from_name`, `from_email`, `reply_to`, `address` (at least one); campaigns not yet sent use the new values.",
+  scope: "campaigns:write",
+  idempotent: true,
+  request: {
+    params: NewsletterParams,
+    body: { required: true, content: { "application/json": { schema: UpdateNewsletterBody } } },
+  },
+  responses: { 200: one("The updated newsletter") },
 });

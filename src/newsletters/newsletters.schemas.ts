@@ -23,6 +23,7 @@ export const NewsletterSchema = z
     from_name: z.string().nullable(),
     from_email: z.string().openapi({ format: "email" }),
     reply_to: z.string().nullable().openapi({ format: "email" }),
+    address: z.string().nullable().openapi({ description: "Postal address printed in every campaign's footer.", example: "Acme Inc., 1 Main Street, Springfield" }),
     created_at: isoDateTime,
     updated_at: isoDateTime,
   })
@@ -30,14 +31,32 @@ export const NewsletterSchema = z
 
 export type Newsletter = z.infer<typeof NewsletterSchema>;
 
+const addressField = optionalText(500).openapi({
+  description:
+    "The postal address anti-spam laws require in commercial email, printed in the footer of every campaign (lines kept). At most 500 characters, trimmed; `null` or blank: none.",
+  example: "Acme Inc., 1 Main Street, Springfield",
+});
+
 export const CreateNewsletterBody = z
   .strictObject({
     name: requiredText(200),
     from_email: emailAddress("The sender address every campaign of this newsletter is sent from."),
     from_name: optionalText(200).openapi({ description: "The sender's display name, at most 200 characters, trimmed; `null` or blank: none." }),
     reply_to: optionalEmailAddress("Where replies go."),
+    address: addressField,
   })
   .openapi("CreateNewsletterRequest");
+
+export const UpdateNewsletterBody = z
+  .strictObject({
+    name: requiredText(200).optional(),
+    from_email: emailAddress("The sender address every campaign of this newsletter is sent from.").optional(),
+    from_name: optionalText(200).openapi({ description: "The sender's display name; `null` or blank: none." }),
+    reply_to: optionalEmailAddress("Where replies go."),
+    address: addressField,
+  })
+  .refine((body) => Object.keys(body).length > 0, { error: "must set at least one of name, from_name, from_email, reply_to, address" })
+  .openapi("UpdateNewsletterRequest");
 
 export const ListNewslettersQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
 
@@ -48,6 +67,7 @@ export const serializeNewsletter = (row: typeof newsletters.$inferSelect): Newsl
   from_name: row.fromName,
   from_email: row.fromEmail,
   reply_to: row.replyTo,
+  address: row.address,
   created_at: iso(row.createdAt),
   updated_at: iso(row.updatedAt),
 });

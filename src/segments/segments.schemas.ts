@@ -19,8 +19,10 @@ export const SegmentFilterSchema = z
     error: `must contain at least one of: ${filterKeys.join(", ")}`,
   })
   .openapi("SegmentFilter", {
-    description: "Narrows a campaign's audience (the workspace's active subscribers). Both lists given: both must hold.",
-    minProperties: 1,
+    description:
+      "Narrows a campaign's audience (the workspace's active subscribers). At least one of the lists must be given (not `null`). Both lists given: both must hold.",
+    // What the refine says: one of the keys is present with a list (`null` does not count).
+    anyOf: filterKeys.map((key) => ({ required: [key], properties: { [key]: { type: "array" as const } } })),
   });
 
 export const SegmentSchema = z

@@ -8,7 +8,17 @@ import { completionStatements, type OperationState } from "./send.repository";
 
 // ---- fan-out ----
 
-export type Candidate = { id: string; email: string; matches: boolean };
+/** What a template may say about a subscriber, as the recipient queries select it. */
+export type SubscriberFields = { name: string | null; tags: string[]; location: string | null; source: string | null };
+type SubscriberFieldsRow = { name: string | null; tags: string; location: string | null; source: string | null };
+const subscriberFields = (r: SubscriberFieldsRow): SubscriberFields => ({
+  name: r.name,
+  tags: JSON.parse(r.tags ?? "[]") as string[],
+  location: r.location,
+  source: r.source,
+});
+
+export type Candidate = { id: string; email: string; matches: boolean; fields: SubscriberFields };
 
 /**
  * The next window of the workspace's active subscribers after `after`, each flagged by whether
@@ -24,11 +34,11 @@ export const recipientWindow = async (
   const { results } = await d1
     .prepare(
       `WITH page AS (
-         SELECT id, email FROM subscribers
+         SELECT id, email, name, tags, location, source FROM subscribers
           WHERE workspace_id = ?1 AND status = 'active' AND id > ?2
           ORDER BY id LIMIT ?3
        )
-       SELECT id, email,
+       SELECT id, email, name, tags, location, source,
               (?4 IS NULL OR EXISTS (
                  SELECT 1 FROM json_each(?4) t
                    JOIN subscriber_tags st ON st.workspace_id = ?1 AND st.tag = t.value AND st.subscriber_id = page.id))
@@ -46,8 +56,8 @@ export const recipientWindow = async (
       op.segmentFilter?.tags_any ? JSON.stringify(op.segmentFilter.tags_any) : null,
       op.segmentFilter?.tags_all ? JSON.stringify(op.segmentFilter.tags_all) : null,
     )
-    .all<{ id: string; email: string; matches: number }>();
-  return results.map((r) => ({ id: r.id, email: r.email, matches: r.matches === 1 }));
+    .all<{ id: string; email: string; matches: number } & SubscriberFieldsRow>();
+  return results.map((r) => ({ id: r.id, email: r.email, matches: r.matches === 1, fields: subscriberFields(r) }));
 };
 
 export type NewDelivery = { id: string; subscriberId: string; email: string };
@@ -139,6 +149,7 @@ export type QueuedDelivery = {
   attempts: number;
   /** Whether the subscriber is still active now, at delivery time. */
   active: boolean;
+  fields: SubscriberFields;
 };
 
 export const queuedDeliveriesInRange = async (
@@ -150,19 +161,21 @@ export const queuedDeliveriesInRange = async (
 ): Promise<QueuedDelivery[]> => {
   const { results } = await d1
     .prepare(
-      `SELECT d.id, d.subscriber_id, d.email, d.attempts, coalesce(s.status = 'active', 0) AS active
+      `SELECT d.id, d.subscriber_id, d.email, d.attempts, coalesce(s.status = 'active', 0) AS active,
+              s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
         WHERE d.campaign_id = ?1 AND d.subscriber_id > ?2 AND (?3 IS NULL OR d.subscriber_id <= ?3) AND d.status = 'queued'
         ORDER BY d.subscriber_id LIMIT ?4`,
     )
     .bind(campaignId, from ?? "", to, limit)
-    .all<{ id: string; subscriber_id: string; email: string; attempts: number; active: number }>();
+    .all<{ id: string; subscriber_id: string; email: string; attempts: number; active: number } & SubscriberFieldsRow>();
   return results.map((r) => ({
     id: r.id,
     subscriberId: r.subscriber_id,
     email: r.email,
     attempts: r.attempts,
     active: r.active === 1,
+    fields: subscriberFields(r),
   }));
 };
 

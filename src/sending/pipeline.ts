@@ -1,4 +1,7 @@
+import { TemplateError } from "../content";
 import { newId } from "../lib/ids";
+import { signerFor } from "../lib/signing";
+import { type Composer, composeEmail, composerFor } from "./compose";
 import { resolveIntegration, isIntegrationSlug } from "./integrations";
 import type { DeliveryError, Integration, OutboundEmail, SendOutcome } from "./integrations/types";
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
@@ -14,9 +17,19 @@ import {
   loadMessageContext,
   loadOperationState,
   markOperationRunning,
-  type MessageContext,
   type OperationState,
 } from "./send.repository";
+
+/** The campaign's composer, its templates parsed once for the whole queue message. */
+const loadComposer = async (deps: StepDeps, campaignId: string): Promise<Composer | undefined> => {
+  const context = await loadMessageContext(deps.d1, campaignId);
+  return context && composerFor(context, deps.env, signerFor(deps.env));
+};
+
+const renderFailed = (err: TemplateError): DeliveryError => ({
+  code: "render_failed",
+  message: `The ${err.field} template could not be rendered for this subscriber: ${err.message}`,
+});
 
 /** Active subscribers scanned per fan-out window (matching or not): one read, one batched insert. */
 export const FANOUT_WINDOW = 500;
@@ -91,9 +104,11 @@ const fanout = async (deps: StepDeps, operationId: string, after: string | null,
     return;
   }
   const integration = integrationFor(deps, op.deliveryIntegration);
+  // Only a fan-out that settles deliveries as it creates them hands messages over (renders) itself.
+  const composer = integration?.settleAtCreation ? await loadComposer(deps, op.campaignId) : undefined;
   let position = after;
   for (let i = 0; i < FANOUT_WINDOWS_PER_MESSAGE; i++) {
-    const window = await fanoutWindow(deps, op, integration, position, attempt);
+    const window = await fanoutWindow(deps, op, integration, composer, position, attempt);
     // Not advanced: a duplicate of this message got there first and carries on from there.
     if (!window.advanced || window.done) return;
     position = window.last;
@@ -106,6 +121,7 @@ const fanoutWindow = async (
   deps: StepDeps,
   op: OperationState,
   integration: Integration | undefined,
+  composer: Composer | undefined,
   after: string | null,
   attempt: Attempt,
 ): Promise<{ advanced: boolean; done: boolean; last: string | null }> => {
@@ -114,20 +130,36 @@ const fanoutWindow = async (
   const last = window.at(-1)?.id ?? after;
   const now = deps.now();
   const matched = window.filter((c) => c.matches);
+  const rows = matched.map((c) => ({ id: newId("delivery", now), subscriberId: c.id, email: c.email }));
   const settle = integration?.settleAtCreation;
-  await createDeliveries(
-    deps.d1,
-    op,
-    matched.map((c) => ({ id: newId("delivery", now), subscriberId: c.id, email: c.email })),
-    now,
-    settle,
-  );
+  // A delivery settled at creation is handed over here: its message is rendered as any other
+  // (what the sandbox measures is what a provider send costs). One that cannot be rendered is
+  // created queued instead, and the delivery step records why it failed.
+  let unsettled: typeof rows = [];
+  let settled = rows;
+  if (settle && composer) {
+    const rendered = await Promise.all(
+      matched.map((c, i) =>
+        composeEmail(composer, { id: c.id, email: c.email, ...c.fields }, rows[i]?.id ?? "").then(
+          () => true,
+          (err: unknown) => {
+            if (err instanceof TemplateError) return false;
+            throw err;
+          },
+        ),
+      ),
+    );
+    settled = rows.filter((_, i) => rendered[i]);
+    unsettled = rows.filter((_, i) => !rendered[i]);
+  }
+  await createDeliveries(deps.d1, op, settled, now, settle);
+  await createDeliveries(deps.d1, op, unsettled, now, undefined);
 
   // Delivery work is enqueued before the position moves: if this invocation dies in between, the
   // redelivered message redoes this window and enqueues it again, so no delivery is left without
   // work. A redelivery enqueues even when nothing matches now, in case an earlier try created rows.
   // Deliveries settled at creation need no work.
-  if (!settle && (matched.length > 0 || attempt.attempts > 1)) {
+  if ((!settle && (matched.length > 0 || attempt.attempts > 1)) || unsettled.length > 0) {
     const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
     const bounds: (string | null)[] = [];
     for (let i = chunk - 1; i < matched.length - 1; i += chunk) bounds.push(matched[i]?.id ?? null);
@@ -144,9 +176,6 @@ const fanoutWindow = async (
   const advanced = await advanceFanout(deps.d1, op, after, last, done, deps.now());
   return { advanced, done, last };
 };
-
-const formatFrom = (context: MessageContext) =>
-  context.fromName ? `"${context.fromName.replace(/["\\]/g, "\\$&")}" <${context.fromEmail}>` : context.fromEmail;
 
 /** Runs `task` over `items` with at most `limit` in flight. */
 const mapLimit = async <T, R>(items: T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> => {
@@ -187,24 +216,24 @@ const deliver = async (
   const found = await queuedDeliveriesInRange(deps.d1, op.campaignId, from, to, chunk + 1);
   const rows = found.slice(0, chunk);
   if (rows.length === 0) return;
-  const context = await loadMessageContext(deps.d1, op.campaignId);
-  if (!context) return;
+  const composer = integration ? await loadComposer(deps, op.campaignId) : undefined;
+  if (integration && !composer) return;
 
-  const outcomes: SendOutcome[] = integration
-    ? await mapLimit(rows, integration.concurrency, (row) => {
-        // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them.
-        if (!row.active) return Promise.resolve<SendOutcome>({ kind: "failed", error: recipientInactive });
-        const email: OutboundEmail = {
-          deliveryId: row.id,
-          to: row.email,
-          from: formatFrom(context),
-          replyTo: context.replyTo,
-          subject: context.subject,
-          text: context.preheader ?? context.subject,
-        };
-        return integration.send(email);
-      })
-    : rows.map(() => ({ kind: "failed", error: notConfigured(op.deliveryIntegration) }));
+  const outcomes: SendOutcome[] =
+    integration && composer
+      ? await mapLimit(rows, integration.concurrency, async (row) => {
+          // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them.
+          if (!row.active) return { kind: "failed", error: recipientInactive };
+          let email: OutboundEmail;
+          try {
+            email = await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
+          } catch (err) {
+            if (err instanceof TemplateError) return { kind: "failed", error: renderFailed(err) };
+            throw err;
+          }
+          return integration.send(email);
+        })
+      : rows.map(() => ({ kind: "failed", error: notConfigured(op.deliveryIntegration) }));
 
   const results: DeliveryResults = { sent: [], failed: [], retry: [] };
   let retryAfter = 0;

@@ -17,6 +17,27 @@ export type SendRequest = {
   mode: CredentialMode;
 };
 
+/**
+ * The integration that delivers for a request naming `requested` (omitted: `sandbox`); test
+ * credentials never deliver real mail, whatever they ask for. An unknown or unconfigured one is a 400.
+ */
+export const chooseIntegration = (requested: string | undefined, mode: CredentialMode, env: Env) => {
+  const slug = requested ?? "sandbox";
+  if (!isIntegrationSlug(slug)) {
+    throw new ApiError("unknown_integration", `No integration is named ${slug}; use one of: ${integrationSlugs.join(", ")}`, {
+      param: "integration_slug",
+    });
+  }
+  const deliveryIntegration = mode === "test" ? "sandbox" : slug;
+  const integration = resolveIntegration(deliveryIntegration, env);
+  if (!integration) {
+    throw new ApiError("unknown_integration", `The ${slug} integration is not configured in this deployment`, {
+      param: "integration_slug",
+    });
+  }
+  return { slug, deliveryIntegration, integration };
+};
+
 const notSendable = (status: string) =>
   new ApiError("campaign_not_sendable", `Only a draft campaign can be sent; this one is ${status}`);
 
@@ -26,19 +47,7 @@ const notSendable = (status: string) =>
  * loses nothing: the cron sweeper starts any operation still `queued` a minute after it was due.
  */
 export const startCampaignSend = async (c: Context<AppEnv>, request: SendRequest) => {
-  const slug = request.integrationSlug ?? "sandbox";
-  if (!isIntegrationSlug(slug)) {
-    throw new ApiError("unknown_integration", `No integration is named ${slug}; use one of: ${integrationSlugs.join(", ")}`, {
-      param: "integration_slug",
-    });
-  }
-  // Test credentials never deliver real mail, whatever they ask for.
-  const deliveryIntegration = request.mode === "test" ? "sandbox" : slug;
-  if (!resolveIntegration(deliveryIntegration, c.env)) {
-    throw new ApiError("unknown_integration", `The ${slug} integration is not configured in this deployment`, {
-      param: "integration_slug",
-    });
-  }
+  const { slug, deliveryIntegration } = chooseIntegration(request.integrationSlug, request.mode, c.env);
 
   const now = Date.now();
   const id = newId("operation", now);

@@ -64,26 +64,56 @@ export const loadOperationState = async (d1: D1Database, operationId: string): P
   };
 };
 
-/** What a delivery chunk needs to compose its emails. */
+/** What composing a campaign's emails needs: its templates and its newsletter. */
 export type MessageContext = {
+  campaignId: string;
   subject: string;
   preheader: string | null;
+  html: string | null;
+  text: string | null;
+  newsletterName: string;
+  address: string | null;
   fromName: string | null;
   fromEmail: string;
   replyTo: string | null;
 };
 
-export const loadMessageContext = async (d1: D1Database, campaignId: string): Promise<MessageContext | undefined> => {
+type MessageContextRow = {
+  id: string;
+  subject: string;
+  preheader: string | null;
+  html: string | null;
+  text: string | null;
+  name: string;
+  address: string | null;
+  from_name: string | null;
+  from_email: string;
+  reply_to: string | null;
+};
+
+/** The campaign's content and newsletter; with `workspaceId`, only a campaign of that workspace. */
+export const loadMessageContext = async (d1: D1Database, campaignId: string, workspaceId?: string): Promise<MessageContext | undefined> => {
   const row = await d1
     .prepare(
-      `SELECT c.subject, c.preheader, n.from_name, n.from_email, n.reply_to
+      `SELECT c.id, c.subject, c.preheader, c.html, c.text, n.name, n.address, n.from_name, n.from_email, n.reply_to
          FROM campaigns c JOIN newsletters n ON n.id = c.newsletter_id
-        WHERE c.id = ?`,
+        WHERE c.id = ?1 AND (?2 IS NULL OR c.workspace_id = ?2)`,
     )
-    .bind(campaignId)
-    .first<{ subject: string; preheader: string | null; from_name: string | null; from_email: string; reply_to: string | null }>();
+    .bind(campaignId, workspaceId ?? null)
+    .first<MessageContextRow>();
   return row
-    ? { subject: row.subject, preheader: row.preheader, fromName: row.from_name, fromEmail: row.from_email, replyTo: row.reply_to }
+    ? {
+        campaignId: row.id,
+        subject: row.subject,
+        preheader: row.preheader,
+        html: row.html,
+        text: row.text,
+        newsletterName: row.name,
+        address: row.address,
+        fromName: row.from_name,
+        fromEmail: row.from_email,
+        replyTo: row.reply_to,
+      }
     : undefined;
 };
 

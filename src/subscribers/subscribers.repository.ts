@@ -33,6 +33,14 @@ export type SubscriberChanges = Partial<
 > & { updatedAt: number };
 
 /**
+ * A status set through the API: when it changes the status, the API is what set it (so an address the
+ * API unsubscribed cannot come back through an unsubscribe link); setting the same status keeps the
+ * record of what set it first.
+ */
+export const statusSetByApi = (status: SubscriberRow["status"]) =>
+  sql`CASE WHEN ${subscribers.status} = ${status} THEN ${subscribers.statusSource} ELSE 'api' END`;
+
+/**
  * Applies the changes unless the new email belongs to another subscriber of the workspace (checked
  * in the same statement); no row back means not found or email taken.
  */
@@ -40,7 +48,7 @@ export const updateSubscriber = (db: Db, workspaceId: string, id: string, change
   const alias = sql`other`;
   return db
     .update(subscribers)
-    .set(changes)
+    .set(changes.status === undefined ? changes : { ...changes, statusSource: statusSetByApi(changes.status) })
     .where(
       and(
         eq(subscribers.workspaceId, workspaceId),

@@ -9,7 +9,7 @@ import {
   limitQuery,
   optionalText,
   queryEnum,
-  queryString,
+  queryText,
   TAG_MAX_LENGTH,
   tagList,
 } from "../lib/schemas";
@@ -54,7 +54,12 @@ export const CreateSubscriberBody = z
     tags: tags.optional(),
     location: optionalField,
     source: optionalField,
-    status: status.default("active").openapi({ description: "Consent status; defaults to active." }),
+    // The default is applied by the service, not declared as a schema `default`: generated clients
+    // would then make the field required in their request types.
+    status: status
+      .optional()
+      .transform((value) => value ?? "active")
+      .openapi({ description: "Consent status. Omitted: `active`." }),
   })
   .openapi("CreateSubscriberRequest");
 
@@ -81,18 +86,12 @@ export const ListSubscribersQuery = z.strictObject({
   limit: limitQuery,
   after: afterQuery,
   status: queryEnum(subscriberStatuses).optional().openapi({ description: "Only subscribers with this status." }),
-  // Filters are trimmed as the stored values were, then held to the same lengths; the email filter
-  // is not validated as an address: a value no subscriber can have simply matches nothing.
-  tag: queryString()
-    .trim()
-    .min(1)
-    .max(TAG_MAX_LENGTH)
+  // Filters are trimmed as the stored values were, then held to the same characters and lengths; the
+  // email filter is not validated as an address: a value no subscriber can have simply matches nothing.
+  tag: queryText(TAG_MAX_LENGTH)
     .optional()
     .openapi({ description: "Only subscribers having exactly this tag (case-sensitive; trimmed)." }),
-  email: queryString()
-    .trim()
-    .min(1)
-    .max(EMAIL_MAX_LENGTH)
+  email: queryText(EMAIL_MAX_LENGTH)
     .optional()
     .openapi({ description: "Only the subscriber with this email (case-insensitive; trimmed)." }),
 });

@@ -6,7 +6,11 @@ export type OutboundEmail = {
   from: string;
   replyTo: string | null;
   subject: string;
+  /** null: a text-only message (the campaign has no html). */
+  html: string | null;
   text: string;
+  /** List-Unsubscribe and List-Unsubscribe-Post. */
+  headers: Record<string, string>;
 };
 
 export type DeliveryError = { code: string; message: string };

@@ -1,29 +1,37 @@
-import { Hono, type MiddlewareHandler } from "hono";
-import { cursorCodec } from "../lib/cursor";
-import { newId } from "../lib/ids";
-import { signerFor } from "../lib/signing";
-import type { AppEnv } from "../lib/types";
-import { FANOUT_WINDOW } from "../sending/pipeline";
-import { sandboxIntegration } from "../sending/integrations/sandbox";
-import { deliveryInsertStatements } from "../sending/deliveries.repository";
-import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./bench.statements";
+import { Hono } from "hono";
+import { cursorCodec } from "../../src/lib/cursor";
+import { newId } from "../../src/lib/ids";
+import { signerFor } from "../../src/lib/signing";
+import type { AppEnv } from "../../src/lib/types";
+import { requestContext } from "../../src/middleware/request-context";
+import { deliveryInsertStatements } from "../../src/sending/deliveries.repository";
+import { sandboxIntegration } from "../../src/sending/integrations/sandbox";
+import { FANOUT_WINDOW } from "../../src/sending/pipeline";
+import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./statements";
+import { composeEmail, composerFor } from "../../src/sending/compose";
+import { BENCH_TEMPLATE } from "./bench.content";
 
-// Baselines for bench/run.mjs, served by the same worker: `/bench/constant` is the framework's floor
-// (routing and the request-context middleware, nothing else) and `/bench/raw/*` the storage floor
-// (the repository's SQL straight on env.DB: no auth, validation, drizzle or serialisation).
+// Baselines for bench/run.mjs, served only by the bench entry (bench/worker/index.ts), never by the
+// deployed worker: `/bench/constant` is the framework's floor (routing and the request-context
+// middleware, nothing else) and `/bench/raw/*` the storage floor (the repository's SQL straight on
+// env.DB: no auth, validation, drizzle or serialisation).
 
-const bench = new Hono<{ Bindings: Env }>().basePath("/bench");
+export const baselines = new Hono<AppEnv>().basePath("/bench");
 
-bench.get("/constant", (c) => c.json({ status: "ok" }));
+// The API's own first middleware (request id, `Request-Id`, the access-log line), so that each ratio
+// isolates what the API route adds on top of it.
+baselines.use("*", requestContext);
 
-bench.get("/raw/workspaces/:workspace_id/subscribers/:subscriber_id", async (c) => {
+baselines.get("/constant", (c) => c.json({ status: "ok" }));
+
+baselines.get("/raw/workspaces/:workspace_id/subscribers/:subscriber_id", async (c) => {
   const row = await c.env.DB.prepare(findSubscriberSql)
     .bind(c.req.param("workspace_id"), c.req.param("subscriber_id"))
     .first();
   return row ? c.json({ data: row }) : c.json({ error: "not found" }, 404);
 });
 
-bench.get("/raw/workspaces/:workspace_id/subscribers", async (c) => {
+baselines.get("/raw/workspaces/:workspace_id/subscribers", async (c) => {
   const limit = Number(c.req.query("limit") ?? 20);
   const { sql, params } = listSubscribersSql(
     c.req.param("workspace_id"),
@@ -36,7 +44,7 @@ bench.get("/raw/workspaces/:workspace_id/subscribers", async (c) => {
   return c.json({ data: results.slice(0, limit), has_more: results.length > limit });
 });
 
-bench.post("/raw/workspaces/:workspace_id/subscribers", async (c) => {
+baselines.post("/raw/workspaces/:workspace_id/subscribers", async (c) => {
   const body = await c.req.json<{ email: string; tags?: string[] }>();
   const now = Date.now();
   const email = body.email.trim();
@@ -59,12 +67,12 @@ bench.post("/raw/workspaces/:workspace_id/subscribers", async (c) => {
 });
 
 /** A stored response read back from KV: the floor of an idempotent replay. */
-bench.get("/raw/kv/:key", async (c) => {
+baselines.get("/raw/kv/:key", async (c) => {
   const stored = await c.env.IDEMPOTENCY_KV.get(c.req.param("key"));
   return stored === null ? c.json({ error: "not found" }, 404) : c.body(stored, 200, { "content-type": "application/json" });
 });
 
-bench.put("/raw/kv/:key", async (c) => {
+baselines.put("/raw/kv/:key", async (c) => {
   await c.env.IDEMPOTENCY_KV.put(c.req.param("key"), await c.req.text(), { expirationTtl: 86_400 });
   return c.json({ stored: true });
 });
@@ -73,7 +81,7 @@ bench.put("/raw/kv/:key", async (c) => {
  * The signed cursor of the list position `offset` rows deep, for the depth benchmark. OFFSET here
  * only locates the position once; the pages themselves are keyset reads.
  */
-bench.get("/cursor", async (c) => {
+baselines.get("/cursor", async (c) => {
   const workspaceId = c.req.query("workspace_id") ?? "";
   const offset = Number(c.req.query("offset") ?? 0);
   const tag = c.req.query("tag");
@@ -98,7 +106,26 @@ bench.get("/cursor", async (c) => {
  * (the page read, then the batched INSERT … SELECT FROM json_each and the operation's counters), each
  * row created already sent, as a sandbox send creates it.
  */
-bench.post("/raw/fanout", async (c) => {
+// Renders `n` messages of the content benchmark's template, as one queue message does: compiled once,
+// then one signed link and one render per recipient. The client times n against n = 0.
+baselines.get("/content-template", (c) => c.json(BENCH_TEMPLATE));
+
+baselines.post("/render", async (c) => {
+  const n = Math.min(Number(c.req.query("n") ?? 0), 100_000);
+  const composer = composerFor(
+    { campaignId: "cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T", ...BENCH_TEMPLATE, newsletterName: "Bench Weekly", address: "1 Bench Street", fromName: "Bench", fromEmail: "bench@bench.example", replyTo: null },
+    c.env,
+    signerFor(c.env),
+  );
+  let bytes = 0;
+  for (let i = 0; i < n; i++) {
+    const email = await composeEmail(composer, { id: newId("subscriber"), email: `user${i}@example.com`, name: `User ${i}`, tags: ["a"], location: "Paris", source: null }, "dlv_bench");
+    bytes += (email.html?.length ?? 0) + email.text.length;
+  }
+  return c.json({ n, bytes });
+});
+
+baselines.post("/raw/fanout", async (c) => {
   const { workspace_id: workspaceId, campaign_id: campaignId } = await c.req.json<{ workspace_id: string; campaign_id: string }>();
   const started = Date.now();
   const operationId = newId("operation", started);
@@ -132,12 +159,3 @@ bench.post("/raw/fanout", async (c) => {
   }
   return c.json({ operation_id: operationId, recipients, statements, ms: Date.now() - started });
 });
-
-/**
- * Mounted with `app.use("/bench/*", benchRoutes)`: a wildcard middleware is not in the route table
- * that answers 405, so with BENCH_ROUTES off every /bench path is exactly an unknown route (404).
- */
-export const benchRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.env.BENCH_ROUTES !== "on") return next();
-  return bench.fetch(c.req.raw, c.env, c.executionCtx);
-};

@@ -1,0 +1,2 @@
+ALTER TABLE `deliveries` ADD `unsubscribed_at` integer;--> statement-breakpoint
+ALTER TABLE `subscribers` ADD `status_source` text;

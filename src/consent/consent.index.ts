@@ -1,0 +1,134 @@
+import { Hono, type Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import { ApiError } from "../errors/api-error";
+import type { AppEnv } from "../lib/types";
+import { secondsLeftInWindow } from "../middleware/auth";
+import { readCapped } from "../middleware/request-context";
+import { findConsentState, resubscribeThroughLink, unsubscribeThroughLink } from "./consent.repository";
+import {
+  cannotResubscribePage,
+  confirmPage,
+  invalidLinkPage,
+  problemPage,
+  resubscribedPage,
+  unsubscribedPage,
+} from "./pages";
+import { readUnsubscribeToken, type UnsubscribeTarget } from "./unsubscribe-token";
+
+// The public side of consent: the link in every message (RFC 8058 one-click, and the hosted page for
+// people). No credential; the signed token is the authority. A GET never changes anything; a POST
+// changes the subscriber and the delivery in one atomic batch and is idempotent.
+
+/** Bodies a one-click POST or the page's form may carry; anything larger is refused unread. */
+const MAX_FORM_BYTES = 8 * 1024;
+
+const PAGE_HEADERS = {
+  "Content-Type": "text/html; charset=utf-8",
+  "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  "Cache-Control": "no-store",
+  "Referrer-Policy": "no-referrer",
+  "X-Robots-Tag": "noindex",
+  "X-Content-Type-Options": "nosniff",
+};
+
+const respond = (page: { status: number; html: string }, headers: Record<string, string> = {}) =>
+  new Response(page.html, { status: page.status, headers: { ...PAGE_HEADERS, ...headers } });
+
+const notAllowed = (allow: string) =>
+  respond(problemPage(405, "This page can’t do that", "This address only answers its own links and buttons."), { Allow: allow });
+
+/** Per client IP, so one client cannot exhaust D1 or probe links; mailbox providers stay well under it. */
+const perIpLimit = createMiddleware<AppEnv>(async (c, next) => {
+  const ip = c.req.header("cf-connecting-ip") ?? "unknown";
+  const { success } = await c.env.PUBLIC_RATE_LIMITER.limit({ key: `ip:${ip}` });
+  if (!success) {
+    const wait = secondsLeftInWindow(Number(c.env.PUBLIC_RATE_LIMIT_PERIOD) || 60, Date.now());
+    return respond(problemPage(429, "Too many requests", `Please try again in ${wait} seconds.`), { "Retry-After": String(wait) });
+  }
+  await next();
+});
+
+/** The token's target, or undefined for a malformed, altered or foreign token. */
+const targetOf = (c: Context<AppEnv>): Promise<UnsubscribeTarget | null> =>
+  readUnsubscribeToken(c.var.signer, c.req.param("token") ?? "");
+
+type FormCheck = { ok: true } | { ok: false; page: Response };
+
+/**
+ * A one-click POST (RFC 8058) carries `List-Unsubscribe=One-Click`, form-encoded or as multipart; the
+ * page's own form carries the same. An empty body is accepted too (some clients send none). Anything
+ * else changes nothing.
+ */
+const checkForm = async (c: Context<AppEnv>): Promise<FormCheck> => {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readCapped(c, MAX_FORM_BYTES);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "payload_too_large") {
+      return { ok: false, page: respond(problemPage(413, "Request too large", "This form takes a few bytes at most.")) };
+    }
+    return { ok: false, page: respond(problemPage(400, "Request incomplete", "The request ended early. Please try again.")) };
+  }
+  if (bytes.byteLength === 0) return { ok: true };
+  const type = (c.req.header("content-type") ?? "").toLowerCase();
+  let form: URLSearchParams | FormData;
+  try {
+    if (type.startsWith("application/x-www-form-urlencoded")) form = new URLSearchParams(new TextDecoder().decode(bytes));
+    else if (type.startsWith("multipart/form-data")) form = await new Response(bytes, { headers: { "content-type": type } }).formData();
+    else return { ok: false, page: respond(problemPage(415, "Unsupported request", "Use the button on this page.")) };
+  } catch {
+    return { ok: false, page: respond(problemPage(400, "Unreadable request", "Use the button on this page.")) };
+  }
+  if (form.get("List-Unsubscribe") !== "One-Click") {
+    return { ok: false, page: respond(problemPage(400, "Unreadable request", "Use the button on this page.")) };
+  }
+  return { ok: true };
+};
+
+export const consentRouter = new Hono<AppEnv>()
+  .use("/u/*", perIpLimit)
+  .get("/u/:token", async (c) => {
+    // Hono answers HEAD through the GET route; this page answers GET only.
+    if (c.req.method === "HEAD") return notAllowed("GET, POST");
+    const target = await targetOf(c);
+    const state = target && (await findConsentState(c.var.db.$client, target));
+    if (!target || !state) return respond(invalidLinkPage());
+    const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };
+    return respond(state.status === "active" || state.status === "pending" ? confirmPage(subject) : unsubscribedPage(subject, state.canResubscribe));
+  })
+  .post("/u/:token", async (c) => {
+    const target = await targetOf(c);
+    if (!target) return respond(invalidLinkPage());
+    const form = await checkForm(c);
+    if (!form.ok) return form.page;
+    const state = await unsubscribeThroughLink(c.var.db.$client, target, Date.now());
+    if (!state) return respond(invalidLinkPage());
+    const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };
+    return respond(unsubscribedPage(subject, state.canResubscribe));
+  })
+  .post("/u/:token/resubscribe", async (c) => {
+    const target = await targetOf(c);
+    if (!target) return respond(invalidLinkPage());
+    const form = await checkForm(c);
+    if (!form.ok) return form.page;
+    const { changed, state } = await resubscribeThroughLink(c.var.db.$client, target, Date.now());
+    if (!state) return respond(invalidLinkPage());
+    const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };
+    // A repeated resubscribe of an active subscriber answers as the first did.
+    if (changed || state.status === "active") return respond(resubscribedPage(subject));
+    return respond(cannotResubscribePage(subject));
+  })
+  .all("/u/:token", () => notAllowed("GET, POST"))
+  .all("/u/:token/resubscribe", () => notAllowed("POST"))
+  .all("/u/*", () => respond(invalidLinkPage()))
+  .onError((err, c) => {
+    console.error(
+      JSON.stringify({
+        level: "error",
+        request_id: c.get("requestId"),
+        route: "consent",
+        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
+      }),
+    );
+    return respond(problemPage(err instanceof ApiError && err.status === 503 ? 503 : 500, "Something went wrong", "Please try again in a moment."));
+  });

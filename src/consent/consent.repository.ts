@@ -1,0 +1,92 @@
+import type { UnsubscribeTarget } from "./unsubscribe-token";
+
+// Consent changes made through a message's unsubscribe link. Each is one atomic batch that ends by
+// reading back what the page shows, so a page costs one D1 round trip and shows what was committed.
+
+/** What an unsubscribe page shows and decides on. */
+export type ConsentState = {
+  email: string;
+  status: "active" | "unsubscribed" | "bounced" | "pending";
+  /** Whether the subscriber may come back through this link (they left through it). */
+  canResubscribe: boolean;
+  newsletterName: string;
+};
+
+type StateRow = {
+  email: string;
+  status: ConsentState["status"];
+  status_source: string | null;
+  newsletter_name: string;
+  unsubscribed_at: number | null;
+};
+
+// The subscriber and the campaign must be of one workspace; the delivery may be absent (a link
+// rendered in a preview or test send names no delivery).
+const STATE_SQL = `
+  SELECT s.email, s.status, s.status_source, n.name AS newsletter_name, d.unsubscribed_at
+    FROM subscribers s
+    JOIN campaigns c ON c.id = ?2 AND c.workspace_id = s.workspace_id
+    JOIN newsletters n ON n.id = c.newsletter_id
+    LEFT JOIN deliveries d ON d.campaign_id = c.id AND d.subscriber_id = s.id
+   WHERE s.id = ?1`;
+
+const toState = (row: StateRow | undefined | null): ConsentState | undefined =>
+  row
+    ? {
+        email: row.email,
+        status: row.status,
+        canResubscribe: row.status === "unsubscribed" && row.status_source === "link" && row.unsubscribed_at !== null,
+        newsletterName: row.newsletter_name,
+      }
+    : undefined;
+
+const stateStatement = (d1: D1Database, target: UnsubscribeTarget) =>
+  d1.prepare(STATE_SQL).bind(target.subscriberId, target.campaignId);
+
+/** The page's state; undefined when the link names nothing (deleted, or from another deployment). */
+export const findConsentState = async (d1: D1Database, target: UnsubscribeTarget) =>
+  toState(await stateStatement(d1, target).first<StateRow>());
+
+/** The campaign of the link is in the subscriber's workspace (the statements change nothing otherwise). */
+const sameWorkspace = `EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ?2 AND c.workspace_id = subscribers.workspace_id)`;
+
+/**
+ * Unsubscribe through the link: an active or pending subscriber becomes `unsubscribed` (a bounced
+ * one stays bounced, an unsubscribed one stays as it is), and the campaign's delivery records the
+ * first use of its link. Repeating it changes nothing more.
+ */
+export const unsubscribeThroughLink = async (d1: D1Database, target: UnsubscribeTarget, now: number) => {
+  const results = await d1.batch<StateRow>([
+    d1
+      .prepare(
+        `UPDATE subscribers SET status = 'unsubscribed', status_source = 'link', updated_at = ?3
+          WHERE id = ?1 AND status IN ('active', 'pending') AND ${sameWorkspace}`,
+      )
+      .bind(target.subscriberId, target.campaignId, now),
+    d1
+      .prepare(
+        `UPDATE deliveries SET unsubscribed_at = ?3, updated_at = ?3
+          WHERE campaign_id = ?2 AND subscriber_id = ?1 AND unsubscribed_at IS NULL`,
+      )
+      .bind(target.subscriberId, target.campaignId, now),
+    stateStatement(d1, target),
+  ]);
+  return toState(results[2]?.results[0]);
+};
+
+/** Back to `active`, only for a subscriber who left through this very link (never a bounce or complaint). */
+export const resubscribeThroughLink = async (d1: D1Database, target: UnsubscribeTarget, now: number) => {
+  const results = await d1.batch<StateRow>([
+    d1
+      .prepare(
+        `UPDATE subscribers SET status = 'active', status_source = NULL, updated_at = ?3
+          WHERE id = ?1 AND status = 'unsubscribed' AND status_source = 'link' AND ${sameWorkspace}
+            AND EXISTS (SELECT 1 FROM deliveries d WHERE d.campaign_id = ?2 AND d.subscriber_id = ?1 AND d.unsubscribed_at IS NOT NULL)`,
+      )
+      .bind(target.subscriberId, target.campaignId, now),
+    d1.prepare("SELECT changes() AS changed"),
+    stateStatement(d1, target),
+  ]);
+  const changed = (results[1]?.results[0] as { changed?: number } | undefined)?.changed === 1;
+  return { changed, state: toState(results[2]?.results[0]) };
+};

@@ -1,0 +1,123 @@
+// The hosted consent pages: self-contained HTML (inline CSS, no scripts, no images, no external
+// requests), so they render the same offline and under the strict CSP they are sent with, readable
+// from a 375 px phone to a desktop, in light and dark mode.
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch] ?? ch);
+
+/** `ada@example.com` → `a***@example.com`: enough for its owner to recognise, little for anyone else. */
+export const maskEmail = (email: string) => {
+  const at = email.lastIndexOf("@");
+  if (at <= 0) return "***";
+  return `${email[0]}***${email.slice(at)}`;
+};
+
+const STYLE = `
+:root{color-scheme:light dark;--bg:#f4f5f7;--card:#fff;--text:#1c1e21;--muted:#5f6672;--line:#e3e6ea;--accent:#1f5eff;--accent-text:#fff;--ok:#137a3e}
+@media (prefers-color-scheme:dark){:root{--bg:#15171a;--card:#1f2226;--text:#eceef1;--muted:#a3a9b3;--line:#33373d;--accent:#5b8cff;--accent-text:#0b0d10;--ok:#4cc27f}}
+*{box-sizing:border-box}
+html,body{margin:0;padding:0}
+body{min-height:100vh;display:flex;align-items:center;justify-content:center;background:var(--bg);color:var(--text);
+font:16px/1.55 -apple-system,BlinkMacSystemFont,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;padding:24px 16px}
+main{width:100%;max-width:440px;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:32px 28px;
+box-shadow:0 1px 2px rgba(0,0,0,.04),0 8px 24px rgba(0,0,0,.06)}
+.badge{display:inline-flex;align-items:center;justify-content:center;width:44px;height:44px;border-radius:50%;
+background:var(--bg);border:1px solid var(--line);font-size:22px;margin-bottom:16px}
+.eyebrow{margin:0 0 4px;color:var(--muted);font-size:14px;letter-spacing:.02em}
+h1{margin:0 0 12px;font-size:22px;line-height:1.3;font-weight:650}
+p{margin:0 0 16px}
+.address{font-weight:600;word-break:break-all}
+form{margin:24px 0 0}
+button{width:100%;min-height:48px;border:0;border-radius:10px;background:var(--accent);color:var(--accent-text);
+font:inherit;font-weight:600;cursor:pointer;padding:12px 16px}
+button:focus-visible{outline:3px solid var(--accent);outline-offset:3px}
+button.secondary{background:transparent;color:var(--accent);border:1px solid var(--line)}
+.done{color:var(--ok)}
+.note{margin-top:20px;padding-top:16px;border-top:1px solid var(--line);color:var(--muted);font-size:14px}
+`;
+
+type Page = { status: number; html: string };
+
+const layout = (status: number, title: string, body: string): Page => ({
+  status,
+  html: `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="robots" content="noindex,nofollow">
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main>
+${body}
+</main>
+</body>
+</html>
+`,
+});
+
+type Subject = { newsletterName: string; email: string; token: string };
+
+const oneClickForm = (action: string, label: string, secondary = false) =>
+  `<form method="post" action="${escapeHtml(action)}">
+<input type="hidden" name="List-Unsubscribe" value="One-Click">
+<button type="submit"${secondary ? ' class="secondary"' : ""}>${escapeHtml(label)}</button>
+</form>`;
+
+const heading = (newsletterName: string, title: string, icon: string) =>
+  `<div class="badge" aria-hidden="true">${icon}</div>
+<p class="eyebrow">${escapeHtml(newsletterName)}</p>
+<h1>${escapeHtml(title)}</h1>`;
+
+/** GET: asks; changes nothing (mail scanners follow links). */
+export const confirmPage = ({ newsletterName, email, token }: Subject): Page =>
+  layout(
+    200,
+    `Unsubscribe from ${newsletterName}`,
+    `${heading(newsletterName, "Unsubscribe from this newsletter?", "✉️")}
+<p>You will stop receiving <strong>${escapeHtml(newsletterName)}</strong> at <span class="address">${escapeHtml(maskEmail(email))}</span>.</p>
+${oneClickForm(`/u/${token}`, "Unsubscribe")}
+<p class="note">Changed your mind later? You can subscribe again from this page.</p>`,
+  );
+
+/** After the unsubscribe (or on a later visit): confirms, and offers to come back when that is allowed. */
+export const unsubscribedPage = ({ newsletterName, email, token }: Subject, canResubscribe: boolean): Page =>
+  layout(
+    200,
+    `Unsubscribed from ${newsletterName}`,
+    `${heading(newsletterName, "You’re unsubscribed", "✓")}
+<p class="done">${escapeHtml(maskEmail(email))} will no longer receive ${escapeHtml(newsletterName)}.</p>
+${
+  canResubscribe
+    ? `<p>Unsubscribed by mistake?</p>${oneClickForm(`/u/${token}/resubscribe`, "Subscribe again", true)}`
+    : ""
+}
+<p class="note">It can take a moment for messages already on their way to stop.</p>`,
+  );
+
+export const resubscribedPage = ({ newsletterName, email }: Subject): Page =>
+  layout(
+    200,
+    `Subscribed to ${newsletterName}`,
+    `${heading(newsletterName, "You’re subscribed again", "✓")}
+<p class="done">${escapeHtml(maskEmail(email))} will receive ${escapeHtml(newsletterName)} again.</p>
+<p class="note">Every message keeps an unsubscribe link at the bottom.</p>`,
+  );
+
+export const cannotResubscribePage = ({ newsletterName }: Subject): Page =>
+  layout(
+    409,
+    `Subscribe to ${newsletterName}`,
+    `${heading(newsletterName, "This link can’t subscribe you again", "ⓘ")}
+<p>Only an address that left through this link can come back through it. To subscribe again, sign up where you first did.</p>`,
+  );
+
+/** Every problem page: a title and one sentence, no detail about what exists. */
+export const problemPage = (status: number, title: string, message: string): Page =>
+  layout(status, title, `${heading("Newsletter", title, "ⓘ")}\n<p>${escapeHtml(message)}</p>`);
+
+export const invalidLinkPage = () =>
+  problemPage(404, "This link is not valid", "It may be incomplete or changed. Try the link from the message again, in full.");

@@ -1,0 +1,94 @@
+import { base64UrlDecode, base64UrlEncode } from "../lib/crypto";
+import { idPrefixes } from "../lib/ids";
+import type { Signer } from "../lib/signing";
+
+// The token in every unsubscribe link: opaque, URL-safe, signed, naming the subscriber and the
+// campaign. Layout: base64url of a payload, then the 16-byte signature over both ids (22 characters).
+// The payload is [1][subscriber ULID, 16 bytes][campaign ULID, 16 bytes] (44 characters: 66 in all)
+// for ids the service made; [2][the ids as text, space-separated] for any other (imported) shape.
+// No expiry: a link in an old newsletter must keep working; the ids alone say what it may change.
+
+const PURPOSE = "unsubscribe";
+const VERSION = 1;
+const TEXT_VERSION = 2;
+const SIGNATURE_CHARS = 22;
+const MAX_TOKEN_CHARS = 400;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+
+export type UnsubscribeTarget = { subscriberId: string; campaignId: string };
+
+/** 26 Crockford base32 characters (128 bits, the first character carrying 3) into 16 bytes. */
+const ulidBytes = (ulid: string, out: Uint8Array, offset: number) => {
+  let value = 0n;
+  for (const ch of ulid) value = (value << 5n) | BigInt(CROCKFORD.indexOf(ch));
+  for (let i = 15; i >= 0; i--) {
+    out[offset + i] = Number(value & 0xffn);
+    value >>= 8n;
+  }
+};
+
+const ulidOf = (bytes: Uint8Array, offset: number): string => {
+  let value = 0n;
+  for (let i = 0; i < 16; i++) value = (value << 8n) | BigInt(bytes[offset + i] ?? 0);
+  let out = "";
+  for (let i = 0; i < 26; i++) {
+    out = CROCKFORD[Number(value & 31n)] + out;
+    value >>= 5n;
+  }
+  return out;
+};
+
+const ulidPart = (id: string, prefix: string): string | null => {
+  const rest = id.startsWith(prefix) ? id.slice(prefix.length) : "";
+  return ULID.test(rest) ? rest : null;
+};
+
+const signedMessage = (target: UnsubscribeTarget) => `${target.subscriberId}:${target.campaignId}`;
+
+const payloadOf = (target: UnsubscribeTarget): Uint8Array => {
+  const subscriber = ulidPart(target.subscriberId, idPrefixes.subscriber);
+  const campaign = ulidPart(target.campaignId, idPrefixes.campaign);
+  if (subscriber === null || campaign === null) {
+    const text = encoder.encode(`${target.subscriberId} ${target.campaignId}`);
+    const payload = new Uint8Array(text.length + 1);
+    payload[0] = TEXT_VERSION;
+    payload.set(text, 1);
+    return payload;
+  }
+  const payload = new Uint8Array(33);
+  payload[0] = VERSION;
+  ulidBytes(subscriber, payload, 1);
+  ulidBytes(campaign, payload, 17);
+  return payload;
+};
+
+const targetOf = (payload: Uint8Array): UnsubscribeTarget | null => {
+  if (payload[0] === VERSION && payload.length === 33) {
+    return { subscriberId: `${idPrefixes.subscriber}${ulidOf(payload, 1)}`, campaignId: `${idPrefixes.campaign}${ulidOf(payload, 17)}` };
+  }
+  if (payload[0] !== TEXT_VERSION) return null;
+  try {
+    const [subscriberId, campaignId, ...rest] = decoder.decode(payload.subarray(1)).split(" ");
+    return subscriberId && campaignId && rest.length === 0 ? { subscriberId, campaignId } : null;
+  } catch {
+    return null;
+  }
+};
+
+export const unsubscribeToken = async (signer: Signer, target: UnsubscribeTarget): Promise<string> =>
+  `${base64UrlEncode(payloadOf(target))}${await signer.sign(PURPOSE, signedMessage(target))}`;
+
+/** The subscriber and campaign a token names, or null when it is malformed, altered or forged. */
+export const readUnsubscribeToken = async (signer: Signer, token: string): Promise<UnsubscribeTarget | null> => {
+  if (token.length <= SIGNATURE_CHARS || token.length > MAX_TOKEN_CHARS) return null;
+  const payload = base64UrlDecode(token.slice(0, -SIGNATURE_CHARS));
+  const target = payload && payload.length > 0 ? targetOf(payload) : null;
+  if (!target) return null;
+  return (await signer.verify(PURPOSE, signedMessage(target), token.slice(-SIGNATURE_CHARS))) ? target : null;
+};
+
+/** The link every campaign message carries, and that `unsubscribe_url` renders. */
+export const unsubscribeUrl = (publicBaseUrl: string, token: string) => `${publicBaseUrl.replace(/\/+$/, "")}/u/${token}`;

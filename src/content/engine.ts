@@ -1,0 +1,98 @@
+import { CaptureTag, Context, IncludeTag, Liquid, Tag, type Template, toValue, toValueSync } from "liquidjs";
+
+// Two Liquid engines, configured once per isolate: `html` escapes every output (a subscriber named
+// `<b>Bob</b>` is shown as that text), `plain` (subject, preheader, text) does not. Neither touches
+// a file system: the tags that would read other templates are replaced by tags that refuse to parse,
+// and `raw` (which would bypass the html escaping) is no filter at all. Variables are checked
+// statically when a template is saved (variables.ts), so rendering is lenient: an unset value is
+// empty, never a send-time error.
+
+/** Units of allocation one render may make (range items, filter strings, captures): bounds loops. */
+export const RENDER_MEMORY_LIMIT = 200_000;
+
+export class OutputTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`renders to more than ${limit} characters`);
+  }
+}
+
+const stringify = (value: unknown): string => {
+  const v = toValue(value);
+  if (typeof v === "string") return v;
+  if (v === null || v === undefined) return "";
+  if (Array.isArray(v)) return v.map(stringify).join("");
+  return String(v);
+};
+
+/** liquidjs's string emitter with a ceiling: a loop cannot build an unbounded message. */
+class BoundedEmitter {
+  buffer = "";
+  constructor(private readonly limit: number) {}
+  write(html: unknown) {
+    this.buffer += stringify(html);
+    if (this.buffer.length > this.limit) throw new OutputTooLarge(this.limit);
+  }
+}
+
+/** What a capture holds counts against the render's memory, so doubling it in a loop stops early. */
+class BoundedCaptureTag extends CaptureTag {
+  override *render(ctx: Context): Generator<unknown, void, unknown> {
+    const emitter = new BoundedEmitter(RENDER_MEMORY_LIMIT);
+    yield this.liquid.renderer.renderTemplates(this.templates, ctx, emitter);
+    ctx.memoryLimit.use(emitter.buffer.length);
+    ctx.bottom()[this.variable] = emitter.buffer;
+  }
+}
+
+const refusing = (name: string, why: string) =>
+  class extends Tag {
+    constructor(...args: ConstructorParameters<typeof IncludeTag>) {
+      super(args[0], args[1], args[2]);
+      throw new Error(`{% ${name} %} is not supported: ${why}`);
+    }
+    *render() {}
+  };
+
+const configure = (escapeOutput: boolean) => {
+  const liquid = new Liquid({
+    outputEscape: escapeOutput ? "escape" : undefined,
+    strictFilters: true,
+    strictVariables: false,
+    ownPropertyOnly: true,
+    memoryLimit: RENDER_MEMORY_LIMIT,
+    // Templates are never looked up by name: an empty in-memory map instead of the file system.
+    templates: {},
+    relativeReference: false,
+  });
+  for (const name of ["include", "render"]) liquid.registerTag(name, refusing(name, "a campaign template cannot include other templates"));
+  for (const name of ["layout", "block"]) liquid.registerTag(name, refusing(name, "a campaign template cannot use layouts"));
+  liquid.registerTag("capture", BoundedCaptureTag);
+  if (escapeOutput) {
+    // Outputs are escaped once already: `escape` must not escape them twice, and nothing un-escapes.
+    delete liquid.filters.raw;
+    liquid.registerFilter("escape", (value: unknown) => stringify(value));
+    liquid.registerFilter("escape_once", (value: unknown) => stringify(value));
+  }
+  return liquid;
+};
+
+export const htmlEngine = configure(true);
+export const plainEngine = configure(false);
+export type Engine = typeof htmlEngine;
+
+/**
+ * One render context per message, shared by its parts (escaping is decided when a template is parsed,
+ * so html and plain templates render in the same context): one allocation budget per message.
+ */
+export const renderContext = (scope: object): Context => new Context(scope, plainEngine.options, { sync: true }, { liquid: plainEngine });
+
+/** Renders parsed `templates` in `ctx`, synchronously, failing past `maxChars` of output. */
+export const renderIn = (ctx: Context, templates: Template[], maxChars: number): string => {
+  const emitter = new BoundedEmitter(maxChars);
+  toValueSync(plainEngine.renderer.renderTemplates(templates, ctx, emitter));
+  return emitter.buffer;
+};
+
+/** Renders parsed `templates` with `scope` in a context of their own. */
+export const renderBounded = (templates: Template[], scope: object, maxChars: number): string =>
+  renderIn(renderContext(scope), templates, maxChars);

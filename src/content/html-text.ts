@@ -1,0 +1,52 @@
+import { compile } from "html-to-text";
+
+// The text part of a campaign without `text` is read from its html. Converting html is far too slow
+// to do for every recipient (milliseconds for a 20 KB template), so the html TEMPLATE is converted
+// once per send: each Liquid tag or output is swapped for an inert placeholder, the html becomes
+// text, and the tags come back; the result is a text template rendered like any other.
+
+const convert = compile({
+  wordwrap: 78,
+  selectors: [
+    // Tracking pixels and decorative images have nothing to say in text.
+    { selector: "img", format: "skip" },
+    { selector: "a", options: { hideLinkHrefIfSameAsText: true, linkBrackets: ["<", ">"] } },
+    ...["h1", "h2", "h3", "h4", "h5", "h6"].map((selector) => ({ selector, options: { uppercase: false } })),
+    { selector: "table", format: "block" },
+    { selector: "tr", format: "block" },
+    { selector: "td", format: "block" },
+    { selector: "th", format: "block" },
+  ],
+});
+
+/** Readable text of rendered html: links kept as URLs, images dropped. */
+export const htmlToText = (html: string): string => tidyText(convert(html));
+
+// Private-use characters: never in Liquid syntax, unchanged by case mapping, not whitespace, so a
+// placeholder is one word that wrapping never splits.
+const OPEN = "\uE000";
+const CLOSE = "\uE001";
+const LIQUID = /\{\{-?[\s\S]*?-?\}\}|\{%-?[\s\S]*?-?%\}/g;
+const PLACEHOLDER = /\uE000(\d+)\uE001/g;
+
+/** A text template derived from an html template; null when its Liquid does not survive conversion. */
+export const deriveTextTemplate = (htmlTemplate: string): string | null => {
+  if (htmlTemplate.includes(OPEN) || htmlTemplate.includes(CLOSE)) return null;
+  const pieces: string[] = [];
+  const masked = htmlTemplate.replace(LIQUID, (piece) => `${OPEN}${pieces.push(piece) - 1}${CLOSE}`);
+  const text = convert(masked);
+  let restored = 0;
+  const result = text.replace(PLACEHOLDER, (_, index: string) => {
+    restored++;
+    return pieces[Number(index)] ?? "";
+  });
+  // A piece lost (inside a tag's attributes, say, or in <head>) would change the template's meaning.
+  return restored === pieces.length ? result : null;
+};
+
+/** Blank lines left by tags that rendered nothing collapse to one; no trailing space. */
+export const tidyText = (text: string): string =>
+  text
+    .replace(/[ \t]+\n/g, "\n")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();

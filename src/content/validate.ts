@@ -1,0 +1,129 @@
+import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
+import { type Engine, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT } from "./engine";
+
+// A template is checked when it is saved, never first at send time: it must parse, name only the
+// variables the contract lists (checked statically, so a typo inside a branch the sample would not
+// take is caught too), and loop over no literal range larger than MAX_LOOP_RANGE.
+
+export type TemplateField = "subject" | "preheader" | "html" | "text";
+
+/** A template that cannot be saved: `message` names the line and the problem. */
+export class TemplateError extends Error {
+  constructor(
+    readonly field: TemplateField,
+    message: string,
+  ) {
+    super(message);
+    this.name = "TemplateError";
+  }
+}
+
+export const MAX_LOOP_RANGE = 1000;
+
+/** The variables a template may use, by root; `null`: the root is a value itself. */
+const VARIABLES: Record<string, readonly string[] | null> = {
+  subscriber: ["email", "name", "tags", "location", "source"],
+  campaign: ["subject"],
+  newsletter: ["name"],
+  unsubscribe_url: null,
+};
+/** Liquid's own properties of any value (`subscriber.tags.size`, `subscriber.tags.first`). */
+const VALUE_PROPERTIES = new Set(["size", "first", "last"]);
+
+export const variableList = "subscriber.email, subscriber.name, subscriber.tags, subscriber.location, subscriber.source, campaign.subject, newsletter.name, unsubscribe_url";
+
+const engineFor = (field: TemplateField): Engine => (field === "html" ? htmlEngine : plainEngine);
+
+type Segments = readonly unknown[];
+
+const isKnown = (segments: Segments, field: TemplateField): boolean => {
+  const [root, property, ...rest] = segments;
+  if (typeof root !== "string" || !Object.hasOwn(VARIABLES, root)) return false;
+  const properties = VARIABLES[root] ?? null;
+  let tail: Segments = [property, ...rest];
+  if (properties === null) tail = property === undefined ? [] : tail;
+  else {
+    if (typeof property !== "string" || !properties.includes(property)) return false;
+    tail = rest;
+  }
+  // The subject cannot be made of itself.
+  if (field === "subject" && root === "campaign") return false;
+  return tail.every((s) => typeof s === "number" || (typeof s === "string" && VALUE_PROPERTIES.has(s)));
+};
+
+const lineOf = (err: LiquidError): number | undefined => err.token?.getPosition()[0];
+
+/** liquidjs appends ", line:N, col:M" to its messages; the contract's wording is "… on line N". */
+const problemOf = (err: unknown): string => {
+  const cause = err instanceof LiquidError && err.originalError instanceof Error ? err.originalError : err;
+  const message = cause instanceof Error ? cause.message : String(cause);
+  if (cause instanceof OutputTooLarge) return `the template ${message}`;
+  if (/memory alloc limit exceeded/.test(message)) {
+    return `the template needs more than ${RENDER_MEMORY_LIMIT} items or characters to render (a loop over too large a range?)`;
+  }
+  return message.replace(/, line:\d+, col:\d+$/, "");
+};
+
+const at = (line: number | undefined) => (line === undefined ? "" : ` on line ${line}`);
+
+const walk = function* (templates: Template[]): Generator<Template> {
+  for (const template of templates) {
+    yield template;
+    const children = (template as { children?: (partials: boolean, sync: boolean) => Generator<unknown, Template[]> }).children;
+    if (children) {
+      const gen = children.call(template, false, true);
+      let step = gen.next();
+      while (!step.done) step = gen.next();
+      yield* walk(step.value ?? []);
+    }
+  }
+};
+
+type RangeLike = { kind: number; lhs?: { content?: unknown }; rhs?: { content?: unknown } };
+
+/** A literal `(a..b)` range wider than MAX_LOOP_RANGE, whatever branch it is in. */
+const checkLoops = (field: TemplateField, templates: Template[]) => {
+  for (const template of walk(templates)) {
+    if (!(template instanceof ForTag || template instanceof TablerowTag)) continue;
+    const collection = (template as unknown as { collection: RangeLike }).collection;
+    const low = Number(collection.lhs?.content);
+    const high = Number(collection.rhs?.content);
+    if (Number.isFinite(low) && Number.isFinite(high) && high - low + 1 > MAX_LOOP_RANGE) {
+      const line = template.token.getPosition()[0];
+      throw new TemplateError(field, `a loop may cover at most ${MAX_LOOP_RANGE} items (range (${low}..${high}))${at(line)}`);
+    }
+  }
+};
+
+/** Parses `source` as the template of `field`, checking it statically; throws TemplateError. */
+export const parseTemplate = (field: TemplateField, source: string): Template[] => {
+  const engine = engineFor(field);
+  let templates: Template[];
+  try {
+    templates = engine.parse(source);
+  } catch (err) {
+    if (!(err instanceof LiquidError)) throw err;
+    throw new TemplateError(field, `${problemOf(err)}${at(lineOf(err))}`);
+  }
+  const analysis = engine.analyzeSync(templates);
+  for (const variables of Object.values(analysis.globals)) {
+    for (const variable of variables) {
+      if (isKnown(variable.segments, field)) continue;
+      const name = String(variable);
+      const hint = field === "subject" && name.startsWith("campaign.") ? " (the subject cannot use itself)" : "";
+      throw new TemplateError(field, `unknown variable "${name}"${at(variable.location.row)}${hint}; known: ${variableList}`);
+    }
+  }
+  checkLoops(field, templates);
+  return templates;
+};
+
+/** Whether a parsed template outputs `unsubscribe_url` anywhere (then no footer is added). */
+export const usesUnsubscribeUrl = (engine: Engine, templates: Template[]): boolean =>
+  "unsubscribe_url" in engine.analyzeSync(templates).globals;
+
+export const engineOf = engineFor;
+
+/** A render failure as the API reports it: the field, the line when known, the problem. */
+export const renderProblem = (field: TemplateField, err: unknown): TemplateError =>
+  new TemplateError(field, `${problemOf(err)}${at(err instanceof LiquidError ? lineOf(err) : undefined)}`);

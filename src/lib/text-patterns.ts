@@ -1,0 +1,61 @@
+/**
+ * The text rules of src/lib/schemas.ts written as JSON Schema `pattern`s (ECMA-262, anchored here), so
+ * /openapi.json accepts exactly the strings the service accepts. `minLength`/`maxLength` cannot say
+ * it: they measure the text before trimming. Every pattern works with and without the `u` flag
+ * (validators differ): a surrogate pair is matched as a pair, a lone surrogate never, and
+ * quantifiers count characters (code points), as the service does.
+ */
+
+/** What String.prototype.trim removes, less the control characters that are rejected anyway. */
+const WHITESPACE = "\\t\\n\\r \\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF";
+const CONTROL = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F";
+const PAIR = "[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]";
+
+const WS = `[${WHITESPACE}]`;
+/** Any character a body string may hold. */
+const CHAR = `(?:${PAIR}|[^${CONTROL}\\uD800-\\uDFFF])`;
+/** A character that survives trimming at either end. */
+const VISIBLE = `(?:${PAIR}|[^${CONTROL}${WHITESPACE}\\u0020\\uD800-\\uDFFF])`;
+
+/** Non-blank text of at most `max` characters once trimmed (max ≥ 2). */
+const trimmedCore = (max: number) => `${VISIBLE}(?:${CHAR}{0,${max - 2}}${VISIBLE})?`;
+
+/** Required text: 1 to `max` characters after trimming. */
+export const requiredTextPattern = (max: number) => `^${WS}*${trimmedCore(max)}${WS}*$`;
+
+/** Optional text: blank (none), or at most `max` characters after trimming. */
+export const optionalTextPattern = (max: number) => `^${WS}*(?:${trimmedCore(max)}${WS}*)?$`;
+
+/** Untrimmed text of any length (its limit stated elsewhere, e.g. in bytes). */
+export const anyTextPattern = `^${CHAR}*$`;
+
+/** Untrimmed text of `min` to `max` characters. */
+export const rawTextPattern = (min: number, max: number) => `^${CHAR}{${min},${max}}$`;
+
+// ---- Email (src/lib/email.ts) ----------------------------------------------------------------
+
+const ATEXT = "[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~]+";
+const LOCAL = `(?:${ATEXT}(?:\\.${ATEXT})*|"(?:[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]|\\\\[\\x20-\\x7E])*")`;
+const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+const OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+const IPV4 = `${OCTET}(?:\\.${OCTET}){3}`;
+const H16 = "[0-9A-Fa-f]{1,4}";
+const LS32 = `(?:${H16}:${H16}|${IPV4})`;
+// RFC 3986's IPv6address, which is what the URL parser the service uses accepts.
+const IPV6 = [
+  `(?:${H16}:){6}${LS32}`,
+  `::(?:${H16}:){5}${LS32}`,
+  `(?:${H16})?::(?:${H16}:){4}${LS32}`,
+  `(?:(?:${H16}:){0,1}${H16})?::(?:${H16}:){3}${LS32}`,
+  `(?:(?:${H16}:){0,2}${H16})?::(?:${H16}:){2}${LS32}`,
+  `(?:(?:${H16}:){0,3}${H16})?::${H16}:${LS32}`,
+  `(?:(?:${H16}:){0,4}${H16})?::${LS32}`,
+  `(?:(?:${H16}:){0,5}${H16})?::${H16}`,
+  `(?:(?:${H16}:){0,6}${H16})?::`,
+].join("|");
+const DOMAIN = `(?:${LABEL}(?:\\.${LABEL})*|\\[${IPV4}\\]|\\[[Ii][Pp][Vv]6:(?:${IPV6})\\])`;
+/** At most 254 characters in all and 64 before the last @ (lookaheads), then the address itself. */
+const ADDRESS = `(?=[\\x20-\\x7E]{1,254}${WS}*$)(?=[\\x20-\\x7E]{1,64}@[^@]*$)${LOCAL}@${DOMAIN}`;
+
+export const emailPattern = `^${WS}*${ADDRESS}${WS}*$`;
+export const optionalEmailPattern = `^${WS}*(?:${ADDRESS}${WS}*)?$`;

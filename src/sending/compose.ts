@@ -1,0 +1,52 @@
+import { unsubscribeToken, unsubscribeUrl } from "../consent/unsubscribe-token";
+import { type CompiledCampaign, compileCampaign, type Recipient, renderMessage } from "../content";
+import type { Signer } from "../lib/signing";
+import type { OutboundEmail } from "./integrations/types";
+import type { MessageContext } from "./send.repository";
+
+// Every campaign email is composed here: a delivery of a send (any integration, the sandbox too),
+// a test send and the preview. The campaign is compiled once per unit of work (a queue message, a
+// request), then each recipient costs one render and one signature.
+
+export type Composer = {
+  compiled: CompiledCampaign;
+  campaignId: string;
+  from: string;
+  replyTo: string | null;
+  publicBaseUrl: string;
+  signer: Signer;
+};
+
+/** A subscriber as a template sees it, with the id its unsubscribe link names. */
+export type Addressee = Recipient & { id: string };
+
+/** The sample subscriber's id: well-formed, so its link has the real shape, and naming nobody. */
+export const SAMPLE_SUBSCRIBER_ID = "sub_00000000000000000000000000";
+
+export const formatFrom = (context: Pick<MessageContext, "fromName" | "fromEmail">) =>
+  context.fromName ? `"${context.fromName.replace(/["\\]/g, "\\$&")}" <${context.fromEmail}>` : context.fromEmail;
+
+export const composerFor = (context: MessageContext, env: Pick<Env, "PUBLIC_BASE_URL">, signer: Signer): Composer => ({
+  compiled: compileCampaign(context, { name: context.newsletterName, address: context.address }),
+  campaignId: context.campaignId,
+  from: formatFrom(context),
+  replyTo: context.replyTo,
+  publicBaseUrl: env.PUBLIC_BASE_URL || "http://localhost:8787",
+  signer,
+});
+
+/** The email `to` receives as `addressee` (the same person, except in a test send). */
+export const composeEmail = async (composer: Composer, addressee: Addressee, deliveryId: string, to = addressee.email): Promise<OutboundEmail> => {
+  const token = await unsubscribeToken(composer.signer, { subscriberId: addressee.id, campaignId: composer.campaignId });
+  const message = renderMessage(composer.compiled, addressee, unsubscribeUrl(composer.publicBaseUrl, token));
+  return {
+    deliveryId,
+    to,
+    from: composer.from,
+    replyTo: composer.replyTo,
+    subject: message.subject,
+    html: message.html,
+    text: message.text,
+    headers: message.headers,
+  };
+};

@@ -1,0 +1,283 @@
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { readUnsubscribeToken, unsubscribeToken } from "../src/consent/unsubscribe-token";
+import { signerFor } from "../src/lib/signing";
+import { type ApiResponse, call, tenant } from "./helpers";
+import { createCampaign, createNewsletter, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
+
+// The unsubscribe link of every message: RFC 8058 one-click POSTs from mailbox providers, and the
+// hosted page for people. The token is the only authority; nothing reveals more than it names.
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const ONE_CLICK = { "content-type": "application/x-www-form-urlencoded" };
+let ipCounter = 0;
+/** Each test speaks from its own address, so the per-IP limit (40 a minute in tests) is its own. */
+const fromIp = () => ({ "cf-connecting-ip": `198.51.100.${++ipCounter % 250}` });
+
+const page = (method: string, path: string, options: { raw?: BodyInit; headers?: Record<string, string> } = {}) =>
+  call(method, path, { ...options, headers: { ...fromIp(), ...options.headers } });
+
+const oneClick = (token: string, extra: Record<string, string> = {}) =>
+  page("POST", `/u/${token}`, { raw: "List-Unsubscribe=One-Click", headers: { ...ONE_CLICK, ...extra } });
+
+/** A subscriber who received a sent campaign: the situation every real link comes from. */
+const recipient = async (t: Tenant, options: { email?: string; status?: string; newsletterName?: string } = {}) => {
+  const created = await t.call("POST", `${t.ws}/subscribers`, {
+    body: { email: options.email ?? "ada.lovelace@example.com", name: "Ada", ...(options.status && { status: options.status }) },
+  });
+  expect(created.status, created.text).toBe(201);
+  const newsletter = await createNewsletter(t, { name: options.newsletterName ?? "The Weekly Byte" });
+  const campaign = await createCampaign(t, { newsletter_id: newsletter.id });
+  const operation = await sendCampaign(t, campaign.id);
+  await waitForOperation(t, operation.id);
+  const subscriberId = created.body.data.id as string;
+  const token = await unsubscribeToken(signerFor(env), { subscriberId, campaignId: campaign.id });
+  return { subscriberId, campaignId: campaign.id, token };
+};
+
+const subscriberOf = async (t: Tenant, id: string) => (await t.call("GET", `${t.ws}/subscribers/${id}`)).body.data;
+
+const delivery = (campaignId: string, subscriberId: string) =>
+  env.DB.prepare("select unsubscribed_at from deliveries where campaign_id = ? and subscriber_id = ?")
+    .bind(campaignId, subscriberId)
+    .first<{ unsubscribed_at: number | null }>();
+
+const expectPageHeaders = (res: ApiResponse) => {
+  expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+  expect(res.headers.get("content-security-policy")).toBe(
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  );
+  expect(res.headers.get("cache-control")).toBe("no-store");
+  expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+  expect(res.headers.get("x-robots-tag")).toBe("noindex");
+};
+
+/** Self-contained: no script, no external resource of any kind. */
+const expectSelfContained = (html: string) => {
+  expect(html).not.toMatch(/<script|<link|<img|<iframe|@import|url\(|src=/i);
+  expect(html).toMatch(/<meta name="viewport" content="width=device-width,initial-scale=1">/);
+};
+
+describe("GET /u/{token}", () => {
+  it("shows the newsletter and the masked address with one button, and changes nothing", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    const before = await subscriberOf(t, r.subscriberId);
+    const res = await page("GET", `/u/${r.token}`);
+    expect(res.status).toBe(200);
+    expectPageHeaders(res);
+    expectSelfContained(res.text);
+    expect(res.text).toContain("The Weekly Byte");
+    expect(res.text).toContain("a***@example.com");
+    expect(res.text).not.toContain("ada.lovelace");
+    expect(res.text.match(/<button/g)).toHaveLength(1);
+    expect(res.text).toContain(`action="/u/${r.token}"`);
+    // Mail scanners follow links: a GET, even repeated, is never a state change.
+    await page("GET", `/u/${r.token}`);
+    expect(await subscriberOf(t, r.subscriberId)).toEqual(before);
+    expect((await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at).toBeNull();
+  });
+
+  it("escapes what it shows", async () => {
+    const t = await tenant();
+    const r = await recipient(t, { newsletterName: `<img src=x onerror=alert(1)> & "News"` });
+    const res = await page("GET", `/u/${r.token}`);
+    expect(res.text).toContain("&lt;img src=x onerror=alert(1)&gt; &amp; &quot;News&quot;");
+    expect(res.text).not.toContain("<img");
+  });
+});
+
+describe("POST /u/{token}", () => {
+  it("one-click (RFC 8058): the subscriber is unsubscribed and the delivery records it, in one write; a repeat changes nothing more", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    const res = await oneClick(r.token);
+    expect(res.status).toBe(200);
+    expectPageHeaders(res);
+    expectSelfContained(res.text);
+    expect(res.text).toContain("You’re unsubscribed");
+    expect(res.text).toContain(`action="/u/${r.token}/resubscribe"`);
+    const after = await subscriberOf(t, r.subscriberId);
+    expect(after.status).toBe("unsubscribed");
+    const recorded = (await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at;
+    expect(recorded).toBeGreaterThan(0);
+
+    const again = await oneClick(r.token);
+    expect(again.status).toBe(200);
+    expect(again.text).toBe(res.text);
+    expect(await subscriberOf(t, r.subscriberId)).toEqual(after);
+    expect((await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at).toBe(recorded);
+  });
+
+  it("accepts an empty body, a multipart one-click and the page's own form", async () => {
+    const t = await tenant();
+    const a = await recipient(t, { email: "a@example.com" });
+    expect((await page("POST", `/u/${a.token}`)).status).toBe(200);
+    expect((await subscriberOf(t, a.subscriberId)).status).toBe("unsubscribed");
+
+    const b = await recipient(t, { email: "b@example.com" });
+    const form = new FormData();
+    form.set("List-Unsubscribe", "One-Click");
+    expect((await page("POST", `/u/${b.token}`, { raw: form })).status).toBe(200);
+    expect((await subscriberOf(t, b.subscriberId)).status).toBe("unsubscribed");
+
+    // The page's form posts exactly what a mailbox provider does.
+    const c = await recipient(t, { email: "c@example.com" });
+    const shown = await page("GET", `/u/${c.token}`);
+    expect(shown.text).toContain('<input type="hidden" name="List-Unsubscribe" value="One-Click">');
+    expect((await oneClick(c.token)).status).toBe(200);
+    expect((await subscriberOf(t, c.subscriberId)).status).toBe("unsubscribed");
+  });
+
+  it("a pending subscriber is unsubscribed too; a bounced one stays bounced", async () => {
+    const t = await tenant();
+    const pending = await recipient(t, { email: "p@example.com", status: "pending" });
+    await oneClick(pending.token);
+    expect((await subscriberOf(t, pending.subscriberId)).status).toBe("unsubscribed");
+
+    const bounced = await recipient(t, { email: "b@example.com" });
+    await env.DB.prepare("update subscribers set status = 'bounced', status_source = 'bounce' where id = ?").bind(bounced.subscriberId).run();
+    const res = await oneClick(bounced.token);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain("You’re unsubscribed");
+    expect(res.text).not.toContain("/resubscribe");
+    expect((await subscriberOf(t, bounced.subscriberId)).status).toBe("bounced");
+    // And resubscribing through the link never brings a bounced address back.
+    const back = await page("POST", `/u/${bounced.token}/resubscribe`, { raw: "List-Unsubscribe=One-Click", headers: ONE_CLICK });
+    expect(back.status).toBe(409);
+    expect((await subscriberOf(t, bounced.subscriberId)).status).toBe("bounced");
+  });
+
+  it("a token of another campaign records on that campaign's delivery only", async () => {
+    const t = await tenant();
+    const first = await recipient(t);
+    const newsletter = await createNewsletter(t);
+    const second = await createCampaign(t, { newsletter_id: newsletter.id });
+    await waitForOperation(t, (await sendCampaign(t, second.id)).id);
+    const otherToken = await unsubscribeToken(signerFor(env), { subscriberId: first.subscriberId, campaignId: second.id });
+    await oneClick(otherToken);
+    expect((await delivery(second.id, first.subscriberId))!.unsubscribed_at).toBeGreaterThan(0);
+    expect((await delivery(first.campaignId, first.subscriberId))!.unsubscribed_at).toBeNull();
+    // The first campaign's link did not unsubscribe them, so it cannot resubscribe them either.
+    expect((await page("POST", `/u/${first.token}/resubscribe`)).status).toBe(409);
+    expect((await page("POST", `/u/${otherToken}/resubscribe`)).status).toBe(200);
+  });
+
+  it("refuses an unexpected content type, a form without the one-click field and a huge body, changing nothing", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    const json = await page("POST", `/u/${r.token}`, { raw: '{"unsubscribe":true}', headers: { "content-type": "application/json" } });
+    expect(json.status).toBe(415);
+    expectPageHeaders(json);
+    const wrong = await page("POST", `/u/${r.token}`, { raw: "List-Unsubscribe=Maybe", headers: ONE_CLICK });
+    expect(wrong.status).toBe(400);
+    const huge = await page("POST", `/u/${r.token}`, { raw: `List-Unsubscribe=One-Click&pad=${"x".repeat(1024 * 1024)}`, headers: ONE_CLICK });
+    expect(huge.status).toBe(413);
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("active");
+    expect((await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at).toBeNull();
+  });
+});
+
+describe("POST /u/{token}/resubscribe", () => {
+  it("brings back a subscriber who left through this link, once; repeating answers the same", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    await oneClick(r.token);
+    const res = await page("POST", `/u/${r.token}/resubscribe`, { raw: "List-Unsubscribe=One-Click", headers: ONE_CLICK });
+    expect(res.status).toBe(200);
+    expectPageHeaders(res);
+    expect(res.text).toContain("You’re subscribed again");
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("active");
+    const again = await page("POST", `/u/${r.token}/resubscribe`);
+    expect(again.status).toBe(200);
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("active");
+    // The link works again after that: unsubscribe, resubscribe, unsubscribe.
+    await oneClick(r.token);
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("unsubscribed");
+  });
+
+  it("never brings back an address unsubscribed otherwise (API, complaint)", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    await oneClick(r.token);
+    // Later a complaint comes in for the same address (the provider feedback sets this).
+    await env.DB.prepare("update subscribers set status_source = 'complaint' where id = ?").bind(r.subscriberId).run();
+    expect((await page("POST", `/u/${r.token}/resubscribe`)).status).toBe(409);
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("unsubscribed");
+
+    // Left through the link once, then the API brought them back and unsubscribed them again: the
+    // API's unsubscribe stands; the old link cannot undo it.
+    const viaApi = await recipient(t, { email: "api@example.com" });
+    await oneClick(viaApi.token);
+    const path = `${t.ws}/subscribers/${viaApi.subscriberId}`;
+    expect((await t.call("PATCH", path, { body: { status: "active" } })).status).toBe(200);
+    const patched = await t.call("PATCH", path, { body: { status: "unsubscribed" } });
+    expect(patched.status).toBe(200);
+    const shown = await page("GET", `/u/${viaApi.token}`);
+    expect(shown.text).toContain("You’re unsubscribed");
+    expect(shown.text).not.toContain("/resubscribe");
+    expect((await page("POST", `/u/${viaApi.token}/resubscribe`)).status).toBe(409);
+  });
+});
+
+describe("links that name nothing", () => {
+  it("a forged, truncated, altered or foreign token, or one for a deleted subscriber: the same 404 page, no detail", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    const other = signerFor({ DB: env.DB, CURSOR_SECRET: "another-deployment" });
+    const foreign = await unsubscribeToken(other, { subscriberId: r.subscriberId, campaignId: r.campaignId });
+    const flip = (ch: string) => (ch === "A" ? "B" : "A");
+    const altered = `${r.token.slice(0, 10)}${flip(r.token[10]!)}${r.token.slice(11)}`;
+    const gone = await recipient(t, { email: "gone@example.com" });
+    await env.DB.batch([
+      env.DB.prepare("delete from deliveries where subscriber_id = ?").bind(gone.subscriberId),
+      env.DB.prepare("delete from subscriber_tags where subscriber_id = ?").bind(gone.subscriberId),
+      env.DB.prepare("delete from subscribers where id = ?").bind(gone.subscriberId),
+    ]);
+    expect(await readUnsubscribeToken(signerFor(env), gone.token)).not.toBeNull();
+
+    const bodies = new Set<string>();
+    for (const token of ["x", r.token.slice(0, 40), altered, foreign, `${r.token}A`, "%00", gone.token]) {
+      for (const method of ["GET", "POST"]) {
+        const res = await page(method, `/u/${token}`, method === "POST" ? { raw: "List-Unsubscribe=One-Click", headers: ONE_CLICK } : {});
+        expect(res.status, `${method} ${token}`).toBe(404);
+        expectPageHeaders(res);
+        bodies.add(res.text);
+      }
+    }
+    expect(bodies.size).toBe(1);
+    expect([...bodies][0]).toContain("This link is not valid");
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("active");
+  });
+
+  it("answers HEAD and other methods with 405 and Allow", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    for (const method of ["HEAD", "PUT", "DELETE", "PATCH"]) {
+      const res = await page(method, `/u/${r.token}`);
+      expect(res.status, method).toBe(405);
+      expect(res.headers.get("allow")).toBe("GET, POST");
+    }
+    const res = await page("GET", `/u/${r.token}/resubscribe`);
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("active");
+  });
+
+  it("limits each client IP (429 page with Retry-After), and other clients are not affected", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    const busy = { "cf-connecting-ip": "203.0.113.7" };
+    const statuses: number[] = [];
+    for (let i = 0; i < 41; i++) statuses.push((await call("GET", `/u/${r.token}`, { headers: busy })).status);
+    expect(statuses.slice(0, 40).every((s) => s === 200)).toBe(true);
+    const limited = await call("GET", `/u/${r.token}`, { headers: busy });
+    expect(limited.status).toBe(429);
+    expectPageHeaders(limited);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect((await page("GET", `/u/${r.token}`)).status).toBe(200);
+  });
+});

@@ -1,0 +1,209 @@
+import { createExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createApp } from "../src/app";
+import { createCredential, createWorkspace, expectError, tenant } from "./helpers";
+import { createCampaign, createNewsletter, createSegment, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
+
+const HTML = '<html><body><h1>Hi {{ subscriber.name | default: "there" }}</h1><p>News from {{ newsletter.name }}.</p></body></html>';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const campaignWith = async (t: Tenant, body: Record<string, unknown>) => {
+  const newsletter = await createNewsletter(t, { name: "Weekly", address: "1 Main Street, Springfield" });
+  return createCampaign(t, { newsletter_id: newsletter.id, ...body });
+};
+
+describe("campaign content over the API", () => {
+  it("stores html and text, and returns them", async () => {
+    const t = await tenant();
+    const c = await campaignWith(t, { html: HTML, text: "Hi {{ subscriber.name }}" });
+    const got = await t.call("GET", `${t.ws}/campaigns/${c.id}`);
+    expect(got.body.data).toMatchObject({ html: HTML, text: "Hi {{ subscriber.name }}" });
+  });
+
+  it("rejects a bad template naming the field and the line, and saves nothing", async () => {
+    const t = await tenant();
+    const newsletter = await createNewsletter(t);
+    const res = await t.call("POST", `${t.ws}/campaigns`, {
+      body: { subject: "Hi", newsletter_id: newsletter.id, html: "<p>a</p>\n\n{{ subscriber.nmae }}" },
+    });
+    expectError(res, 400, "validation_failed", "html");
+    expect(res.body.error.message).toContain('unknown variable "subscriber.nmae" on line 3');
+    for (const [field, source, problem] of [
+      ["subject", "{% if x %}", "not closed"],
+      ["preheader", "{{ subscriber.name | nope }}", "undefined filter: nope"],
+      ["text", '{% include "x" %}', "{% include %} is not supported"],
+      ["text", "{% for i in (1..99999999) %}{% endfor %}", "a loop may cover at most"],
+    ] as const) {
+      const bad = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Hi", newsletter_id: newsletter.id, [field]: source } });
+      expectError(bad, 400, "validation_failed", field);
+      expect(bad.body.error.message).toContain(problem);
+    }
+    expect((await t.call("GET", `${t.ws}/campaigns`)).body.data).toEqual([]);
+  });
+
+  it("takes templates up to the size limits in a larger body, rejects bigger ones, and keeps 413 elsewhere", async () => {
+    const t = await tenant();
+    const newsletter = await createNewsletter(t);
+    const big = `<p>${"x".repeat(500 * 1024)}</p>`;
+    const ok = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Big", newsletter_id: newsletter.id, html: big } });
+    expect(ok.status, ok.text.slice(0, 300)).toBe(201);
+    const tooBig = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Big", newsletter_id: newsletter.id, html: `${big}${"y".repeat(20 * 1024)}` } });
+    expectError(tooBig, 400, "validation_failed", "html");
+    const text = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Big", newsletter_id: newsletter.id, text: "é".repeat(130 * 1024) } });
+    expectError(text, 400, "validation_failed", "text");
+    expect(text.body.error.message).toContain("262144 bytes");
+    const elsewhere = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "a@example.com", name: "x".repeat(70 * 1024) } });
+    expectError(elsewhere, 413, "payload_too_large");
+  });
+
+  it("edits drafts and scheduled campaigns only", async () => {
+    const t = await tenant();
+    const c = await campaignWith(t, {});
+    const res = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { html: HTML, subject: "New {{ subscriber.email }}" } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ html: HTML, subject: "New {{ subscriber.email }}", text: null });
+    expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: {} }), 400, "validation_failed");
+    expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { bogus: 1 } }), 400, "validation_failed", "bogus");
+    expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { segment_id: "seg_nothing" } }), 400, "resource_missing", "segment_id");
+    expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { text: "{{ nope }}" } }), 400, "validation_failed", "text");
+    expectError(await t.call("PATCH", `${t.ws}/campaigns/cmp_0000000000000000000000000A`, { body: { subject: "x" } }), 404, "not_found");
+    const segment = await createSegment(t, { tags_any: ["vip"] });
+    const withSegment = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { segment_id: segment.id, preheader: "Pre" } });
+    expect(withSegment.body.data).toMatchObject({ segment_id: segment.id, preheader: "Pre", html: HTML });
+
+    const op = await sendCampaign(t, c.id);
+    await waitForOperation(t, op.id);
+    const late = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { subject: "Too late" } });
+    expectError(late, 409, "campaign_not_editable");
+    expect((await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data.subject).toBe("New {{ subscriber.email }}");
+  });
+
+  it("gives newsletters an address, and edits them", async () => {
+    const t = await tenant();
+    const n = await createNewsletter(t, { address: "  1 Main Street  " });
+    const got = await t.call("GET", `${t.ws}/newsletters/${n.id}`);
+    expect(got.body.data.address).toBe("1 Main Street");
+    const res = await t.call("PATCH", `${t.ws}/newsletters/${n.id}`, { body: { address: null, name: "Daily", reply_to: "help@example.com" } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ address: null, name: "Daily", reply_to: "help@example.com", from_email: "news@example.com" });
+    expectError(await t.call("PATCH", `${t.ws}/newsletters/${n.id}`, { body: {} }), 400, "validation_failed");
+    expectError(await t.call("PATCH", `${t.ws}/newsletters/nl_0000000000000000000000000A`, { body: { name: "x" } }), 404, "not_found");
+  });
+});
+
+describe("preview", () => {
+  it("renders for the sample subscriber, with the footer, the headers and the envelope", async () => {
+    const t = await tenant();
+    const c = await campaignWith(t, { subject: "Hi {{ subscriber.name }}", preheader: "Inside", html: HTML });
+    const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`);
+    expect(res.status, res.text).toBe(200);
+    const p = res.body.data;
+    expect(p).toMatchObject({ object: "email_preview", from: '"Acme News" <news@example.com>', reply_to: null, to: "subscriber@example.com", subject: "Hi Sample Subscriber" });
+    expect(p.html).toContain("<h1>Hi Sample Subscriber</h1>");
+    expect(p.html).toContain(">Inside</div>");
+    expect(p.html).toContain("1 Main Street, Springfield");
+    expect(p.headers["List-Unsubscribe"]).toMatch(/^<http:\/\/localhost:8787\/u\/[A-Za-z0-9_-]+>$/);
+    expect(p.headers["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
+    expect(p.text).toContain("Hi Sample Subscriber");
+    expect(p.text).toContain(`Unsubscribe: ${p.headers["List-Unsubscribe"].slice(1, -1)}`);
+  });
+
+  it("renders for a subscriber of the workspace, escaped in html; another workspace's is a 400", async () => {
+    const t = await tenant();
+    const c = await campaignWith(t, { html: HTML });
+    const sub = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "bob@example.com", name: "<b>Bob</b>" } });
+    const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`, { body: { subscriber_id: sub.body.data.id } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.to).toBe("bob@example.com");
+    expect(res.body.data.html).toContain("<h1>Hi &lt;b&gt;Bob&lt;/b&gt;</h1>");
+    expect(res.body.data.text).toContain("Hi <b>Bob</b>");
+
+    const other = await tenant("Other");
+    const theirs = await other.call("POST", `${other.ws}/subscribers`, { body: { email: "eve@example.com" } });
+    expectError(await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`, { body: { subscriber_id: theirs.body.data.id } }), 400, "resource_missing", "subscriber_id");
+    expectError(await t.call("POST", `${t.ws}/campaigns/cmp_0000000000000000000000000A/preview`), 404, "not_found");
+  });
+});
+
+describe("test send", () => {
+  it("validates the addresses: 1 to 5, each well-formed", async () => {
+    const t = await tenant();
+    const c = await campaignWith(t, {});
+    const url = `${t.ws}/campaigns/${c.id}/test`;
+    expectError(await t.call("POST", url, { body: { emails: [] } }), 400, "validation_failed", "emails");
+    const six = Array.from({ length: 6 }, (_, i) => `a${i}@example.com`);
+    expectError(await t.call("POST", url, { body: { emails: six } }), 400, "validation_failed", "emails");
+    expectError(await t.call("POST", url, { body: { emails: ["a@example.com", "nope"] } }), 400, "validation_failed", "emails[1]");
+    expectError(await t.call("POST", url, { body: { emails: ["a@example.com"], integration_slug: "smtp" } }), 400, "unknown_integration");
+  });
+
+  it("delivers through the sandbox with test credentials, and records no delivery", async () => {
+    const t = await tenant();
+    const c = await campaignWith(t, { html: HTML });
+    const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, { body: { emails: ["a@example.com", "b@example.com"], integration_slug: "resend" } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.object).toBe("test_send");
+    expect(res.body.data.results).toEqual([
+      { email: "a@example.com", status: "sent", provider_message_id: expect.stringMatching(/^sandbox_/), error: null },
+      { email: "b@example.com", status: "sent", provider_message_id: expect.stringMatching(/^sandbox_/), error: null },
+    ]);
+    expect((await t.call("GET", `${t.ws}/campaigns/${c.id}/deliveries`)).body.data).toEqual([]);
+    expect((await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data.status).toBe("draft");
+  });
+
+  it("sends through Resend with a live credential: [Test] subject, html, text and the unsubscribe headers", async () => {
+    const workspace = await createWorkspace();
+    const credential = await createCredential([workspace.id], { mode: "live" });
+    const app = createApp();
+    const liveEnv = { ...env, RESEND_API_KEY: "re_test_key" } as Env;
+    const t: Tenant = {
+      workspace,
+      credential,
+      token: credential.token,
+      ws: `/v1/workspaces/${workspace.id}`,
+      call: async (method, path, options = {}) => {
+        const headers = new Headers(options.headers);
+        headers.set("authorization", `Bearer ${credential.token}`);
+        if (options.body !== undefined) headers.set("content-type", "application/json");
+        const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+        const res = await app.fetch(new Request(`https://api.example.test${path}`, { method, headers, body }), liveEnv, createExecutionContext());
+        const text = await res.text();
+        return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
+      },
+    };
+    const c = await campaignWith(t, { subject: "News for {{ subscriber.name }}", html: HTML });
+    const preview = (await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`)).body.data;
+    const fetchSpy = vi.spyOn(globalThis, "fetch").mockImplementation(async () => Response.json({ id: "re_123" }));
+    const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, {
+      body: { emails: ["ada@example.com"], integration_slug: "resend" },
+      headers: { "idempotency-key": "test-send-0001" },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.results).toEqual([{ email: "ada@example.com", status: "sent", provider_message_id: "re_123", error: null }]);
+    expect(fetchSpy).toHaveBeenCalledTimes(1);
+    const [url, init] = fetchSpy.mock.calls[0] ?? [];
+    expect(url).toBe("https://api.resend.com/emails");
+    const sent = JSON.parse(String(init?.body));
+    expect(sent).toMatchObject({
+      to: ["ada@example.com"],
+      from: preview.from,
+      subject: "[Test] News for Sample Subscriber",
+      html: preview.html,
+      text: preview.text,
+      headers: preview.headers,
+    });
+    // A retry with the same key is answered from the record: no second email.
+    const again = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, {
+      body: { emails: ["ada@example.com"], integration_slug: "resend" },
+      headers: { "idempotency-key": "test-send-0001" },
+    });
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.data).toEqual(res.body.data);
+    expect(fetchSpy).toHaveBeenCalledTimes(1);
+  });
+});

@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest";
+import { call, tenant } from "./helpers";
+
+type Operation = { tags?: string[]; security?: unknown[] };
+
+describe("GET /openapi.json", () => {
+  it("documents the credential-free routes with an empty security requirement", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    for (const path of ["/health", "/openapi.json", "/docs"]) {
+      expect(doc.paths[path]?.get?.security, path).toEqual([]);
+      expect(doc.paths[path].get.tags, path).toEqual(["Utility"]);
+    }
+  });
+
+  it("declares every operation's tag once, with a description, and names a contact and a license", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const used = new Set(
+      Object.values(doc.paths as Record<string, Record<string, Operation>>).flatMap((item) => Object.values(item).flatMap((op) => op.tags ?? [])),
+    );
+    const declared = doc.tags as { name: string; description: string }[];
+    expect(declared.map((t) => t.name).sort()).toEqual([...used].sort());
+    for (const tag of declared) expect(tag.description, tag.name).toMatch(/\w/);
+    expect(doc.info.contact).toMatchObject({ name: expect.any(String), url: expect.stringMatching(/\/docs$/) });
+    expect(doc.info.license).toMatchObject({ name: "Proprietary", identifier: expect.any(String) });
+  });
+
+  it("gives CreateSubscriberRequest.status no schema default, so generated clients keep it optional", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const schema = doc.components.schemas.CreateSubscriberRequest;
+    expect(schema.properties.status).not.toHaveProperty("default");
+    expect(schema.properties.status.description).toContain("`active`");
+    expect(schema.required).toEqual(["email"]);
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "default@example.com" } });
+    expect(res.body.data.status).toBe("active");
+  });
+
+  it("states the segment filter's rule: at least one list given, not null", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const filter = doc.components.schemas.SegmentFilter;
+    expect(filter).not.toHaveProperty("minProperties");
+    expect(filter.anyOf).toEqual([
+      { required: ["tags_any"], properties: { tags_any: { type: "array" } } },
+      { required: ["tags_all"], properties: { tags_all: { type: "array" } } },
+    ]);
+  });
+
+  it("anchors every request text pattern and states it for whitespace-only and control-character text", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const name = doc.components.schemas.CreateWorkspaceRequest.properties.name;
+    expect(name).not.toHaveProperty("maxLength");
+    const pattern = new RegExp(name.pattern);
+    const unicode = new RegExp(name.pattern, "u");
+    for (const re of [pattern, unicode]) {
+      expect(re.test("Acme"), re.flags).toBe(true);
+      expect(re.test("  Acme  ")).toBe(true);
+      expect(re.test("😀".repeat(200))).toBe(true);
+      expect(re.test("😀".repeat(201))).toBe(false);
+      expect(re.test(` ${"a".repeat(200)} `)).toBe(true);
+      expect(re.test("   ")).toBe(false);
+      expect(re.test("\u00A0\u3000")).toBe(false);
+      expect(re.test("a\u0000b")).toBe(false);
+      expect(re.test("a\ud800")).toBe(false);
+    }
+  });
+});
