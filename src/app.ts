@@ -36,6 +36,8 @@ const tags = [
   { name: "Segments", description: "Tag filters that narrow a campaign's audience." },
   { name: "Campaigns", description: "Campaigns and their sends." },
   { name: "Operations", description: "Asynchronous sends and their deliveries." },
+  { name: "Webhooks", description: "Endpoints that receive the workspace's events, signed (Standard Webhooks), and their delivery attempts." },
+  { name: "Events", description: "The event log: every change an endpoint can be told about, newest first." },
   { name: "Operator", description: "The operator API: workspaces and credentials, guarded by ADMIN_TOKEN." },
   { name: "Utility", description: "Liveness, this document and its reference; no credential needed." },
 ];

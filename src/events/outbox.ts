@@ -1,54 +1,59 @@
 import { type SQL, sql } from "drizzle-orm";
-import { createDb, type Db } from "../db/client";
-import { events, type eventTypes } from "../db/schema";
-import { resources, type ResourceKind, snapshotJson } from "../idempotency/resources";
+import { createDb } from "../db/client";
+import { newId } from "../lib/ids";
 import type { WebhookMessage } from "../webhooks/messages";
+import { type EventSpec, type EventStatementSpec, eventStatement } from "./event-statement";
+import { writeEvents } from "./write-events";
 
 // The outbox: an event is a row of `events`, inserted by a statement of the same D1 batch as the
 // change it reports, so the two commit together or not at all. Dispatch to webhook endpoints happens
 // after the commit (a queue message per event); the cron sweeper dispatches what a crash left behind.
 
-export type EventType = (typeof eventTypes)[number];
-
-export type EventSpec = {
-  /** The type, or SQL choosing it from the row (e.g. `campaign.sent` or `campaign.failed`). */
-  type: EventType | SQL;
-  /** The resource the event carries as `data.object`: the row `id` of this kind, as the batch leaves it. */
-  resource: ResourceKind;
-  id: string;
-};
-
-/**
- * `INSERT INTO events SELECT … FROM <resource table> WHERE id = ? AND <when>`: the event, with a
- * snapshot of the row taken by the same SQL the Idempotency-Key records use, written only when `when`
- * holds. The default, `changes() > 0`, means "iff the statement just before changed something".
- * Usable in any batch: drizzle's (HTTP writes, through `commit`) or raw D1 (`eventPrepared`).
- */
-export type EventStatementSpec = EventSpec & {
-  eventId: string;
-  now: number;
-  when?: SQL;
-  /** Set for an event that goes to one endpoint only (`webhook.test`), so nothing dispatches it. */
-  dispatchedAt?: number;
-};
-
-export const eventStatement = (db: Db, spec: EventStatementSpec) => {
-  const table = resources[spec.resource].table;
-  // Columns in the table's order: id, workspace_id, type, resource, resource_id, snapshot, created_at, dispatched_at.
-  return db.insert(events).select(sql`
-    SELECT ${spec.eventId}, workspace_id, ${spec.type}, ${spec.resource}, ${spec.id}, ${snapshotJson(spec.resource)}, ${spec.now}, ${spec.dispatchedAt ?? null}
-      FROM ${table} WHERE id = ${spec.id} AND (${spec.when ?? sql`changes() > 0`})`);
-};
-
-/** Event statements made for raw D1 batches, by event id: `withOutbox` dispatches those that inserted. */
+/** Event statements made for raw D1 batches, by event id: `dispatchWritten` dispatches those that inserted. */
 const preparedEvents = new WeakMap<D1PreparedStatement, string>();
+
+const prepared = (d1: D1Database, query: { sql: string; params: unknown[] }) => d1.prepare(query.sql).bind(...query.params);
 
 /** `eventStatement` for a raw D1 batch (the send pipeline's). */
 export const eventPrepared = (d1: D1Database, spec: EventStatementSpec) => {
-  const query = eventStatement(createDb(d1), spec).toSQL();
-  const statement = d1.prepare(query.sql).bind(...query.params);
+  const statement = prepared(d1, eventStatement(createDb(d1), spec).toSQL());
   preparedEvents.set(statement, spec.eventId);
   return statement;
+};
+
+/** An event for `eventStatements`: `onlyIf` is a further condition on the row as the batch leaves it. */
+export type OutboxEvent = EventSpec & { onlyIf?: SQL };
+
+/**
+ * The outbox for any raw D1 batch (the send pipeline, the unsubscribe pages, provider webhooks):
+ * statements to place RIGHT AFTER the statement that makes the change. Each event is written iff
+ * that statement changed a row (`changes() > 0`) and its `onlyIf` holds. One event is one
+ * statement; several share a mark row (src/events/write-events.ts), since `changes()` would
+ * otherwise speak of the event inserted just before. Run the batch through `withOutbox(...).batch`,
+ * or call `dispatchWritten` with its results, so the written events reach the webhook queue.
+ *
+ *   const events = eventStatements(d1, [{ type: "subscriber.bounced", resource: "subscriber", id }], now);
+ *   const results = await d1.batch([markBounced, ...events, ...rest]);
+ *   ctx.waitUntil(dispatchWritten(env.WEBHOOK_QUEUE, [markBounced, ...events, ...rest], results));
+ */
+export const eventStatements = (d1: D1Database, list: readonly OutboxEvent[], now: number): D1PreparedStatement[] => {
+  if (list.length === 1) {
+    const [event] = list as [OutboxEvent];
+    const when = event.onlyIf ? sql`changes() > 0 AND (${event.onlyIf})` : undefined;
+    return [eventPrepared(d1, { ...event, eventId: newId("event", now), now, ...(when && { when }) })];
+  }
+  const db = createDb(d1);
+  const written = writeEvents(db, list, now);
+  const [mark, ...inserts] = written.after;
+  return [
+    prepared(d1, (mark as NonNullable<typeof mark>).toSQL()),
+    ...inserts.map((insert, i) => {
+      const statement = prepared(d1, insert.toSQL());
+      preparedEvents.set(statement, written.ids[i] as string);
+      return statement;
+    }),
+    prepared(d1, written.clear.toSQL()),
+  ];
 };
 
 /** Hands events to the webhook queue; never throws (the sweeper dispatches what this could not). */
@@ -68,23 +73,31 @@ export const enqueueDispatch = async (queue: Queue, eventIds: string[]): Promise
   }
 };
 
+/** After a raw batch commits: enqueues the dispatch of each event statement of it that inserted its row. */
+export const dispatchWritten = (queue: Queue, statements: readonly D1PreparedStatement[], results: readonly D1Result[]) => {
+  const written: string[] = [];
+  statements.forEach((statement, i) => {
+    const id = preparedEvents.get(statement);
+    if (id !== undefined && (results[i]?.meta.changes ?? 0) > 0) written.push(id);
+  });
+  return enqueueDispatch(queue, written);
+};
+
 /**
- * The send pipeline's D1 handle: the same database, whose `batch` enqueues the dispatch of every
- * event (made with `eventPrepared`) that the batch wrote, once it has committed. The pipeline's
- * repositories write events in their own batches and need not know about the queue.
+ * A D1 handle whose `batch` dispatches, once the batch has committed, every event (made with
+ * `eventStatements` or `eventPrepared`) that it wrote: the send pipeline's repositories and the
+ * unsubscribe pages write events in their own batches and need not know about the queue. With
+ * `waitUntil`, the enqueue runs beside the answer instead of before it.
  */
-export const withOutbox = (d1: D1Database, queue: Queue): D1Database =>
+export const withOutbox = (d1: D1Database, queue: Queue, waitUntil?: (promise: Promise<unknown>) => void): D1Database =>
   new Proxy(d1, {
     get(target, property) {
       if (property === "batch") {
         return async <T>(statements: D1PreparedStatement[]) => {
           const results = await target.batch<T>(statements);
-          const written: string[] = [];
-          statements.forEach((statement, i) => {
-            const id = preparedEvents.get(statement);
-            if (id !== undefined && (results[i]?.meta.changes ?? 0) > 0) written.push(id);
-          });
-          await enqueueDispatch(queue, written);
+          const dispatch = dispatchWritten(queue, statements, results);
+          if (waitUntil) waitUntil(dispatch);
+          else await dispatch;
           return results;
         };
       }

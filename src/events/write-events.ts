@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { writeMarks } from "../db/schema";
 import { resources } from "../idempotency/resources";
 import { newId } from "../lib/ids";
-import { type EventSpec, eventStatement } from "./outbox";
+import { type EventSpec, eventStatement } from "./event-statement";
 
 /** An event of an HTTP write (src/db/commit.ts): written iff the write applied, and its own conditions hold. */
 export type CommitEvent = EventSpec & {

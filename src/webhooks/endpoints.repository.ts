@@ -2,7 +2,7 @@ import { and, count, desc, eq, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertWhere } from "../db/insert-where";
 import { webhookAttempts, webhookEndpoints } from "../db/schema";
-import { eventStatement } from "../events/outbox";
+import { eventStatement } from "../events/event-statement";
 import { MAX_ENDPOINTS_PER_WORKSPACE } from "./endpoints.schemas";
 
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;

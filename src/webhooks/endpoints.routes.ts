@@ -74,7 +74,6 @@ export const deleteEndpoint = apiRoute({
   summary: "Delete a webhook endpoint",
   description: "It receives nothing more: its pending deliveries end `failed`. It is no longer listed nor counted.",
   scope: "webhooks:write",
-  idempotent: true,
   request: { params: EndpointParams },
   responses: { 200: json("The deleted endpoint", DeletedEndpointSchema) },
 });
