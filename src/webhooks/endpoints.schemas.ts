@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { eventTypes, type webhookEndpoints } from "../db/schema";
 import { afterQuery, bodyString, idParam, isoDateTime, limitQuery, optionalText, WorkspaceParams } from "../lib/schemas";
 import { iso } from "../lib/time";
+import { webhookUrlPattern } from "../lib/text-patterns";
 import { endpointUrlProblem, URL_MAX_LENGTH } from "./url-rules";
 
 export const MAX_ENDPOINTS_PER_WORKSPACE = 20;
@@ -12,9 +13,11 @@ export const subscribableTypes = eventTypes.filter((t) => t !== "webhook.test");
 export const EndpointParams = WorkspaceParams.extend({ endpoint_id: idParam("webhook_endpoint", "endpoint_id") });
 
 const endpointUrl = bodyString()
-  .trim()
-  .min(1, { abort: true })
-  .max(URL_MAX_LENGTH, { abort: true })
+  .max(URL_MAX_LENGTH)
+  .regex(new RegExp(webhookUrlPattern), {
+    error: "must be an https URL to a host name or IPv4 address (http only for localhost and 127.0.0.1), without user info, fragment or spaces",
+    abort: true,
+  })
   .check((ctx) => {
     const problem = endpointUrlProblem(ctx.value);
     if (problem) ctx.issues.push({ code: "custom", message: problem, input: ctx.value, continue: false });
@@ -22,7 +25,7 @@ const endpointUrl = bodyString()
   .openapi({
     format: "uri",
     description:
-      "https; `http://localhost` and `http://127.0.0.1` (any port) are accepted for development. With a live credential, `localhost` and literal private, loopback, link-local, CGNAT and unique-local addresses are rejected (host names are not resolved).",
+      "https to a host name or IPv4 address; `http://localhost` and `http://127.0.0.1` (any port) are accepted for development. With a live credential, `localhost` and private, loopback, link-local and CGNAT addresses are rejected (host names are not resolved).",
     example: "https://example.com/webhooks/newsletter",
   });
 
@@ -30,9 +33,9 @@ const eventList = z
   .array(z.enum([...subscribableTypes, "*"], { error: `must be one of: ${[...subscribableTypes, "*"].join(", ")}` }))
   .min(1)
   .max(subscribableTypes.length + 1)
-  .transform((list) => [...new Set(list)])
-  .refine((list) => !list.includes("*") || list.length === 1, { error: `"*" (every type) must be alone` })
-  .openapi({ description: 'Event types to receive, or `["*"]` for all of them.', example: ["subscriber.unsubscribed", "campaign.sent"] });
+  // "*" anywhere means every type; repeats count once.
+  .transform((list) => (list.includes("*") ? ["*"] : [...new Set(list)]))
+  .openapi({ description: 'Event types to receive, or `["*"]` for all of them (a list holding `"*"` is stored as `["*"]`; repeats count once).', example: ["subscriber.unsubscribed", "campaign.sent"] });
 
 export const CreateEndpointBody = z
   .strictObject({
