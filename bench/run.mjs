@@ -16,6 +16,7 @@ import { measureReads, measureWrites } from "./lib/routes.mjs";
 import { writeSeed } from "./lib/seed.mjs";
 import { createSession } from "./lib/session.mjs";
 import { benchConfig, cacheDir, root, startDev, wrangler, wranglerVersion } from "./lib/wrangler.mjs";
+import { measureWebhooks } from "./lib/webhooks.mjs";
 import { ensureWrk } from "./lib/wrk.mjs";
 
 const config = {
@@ -35,11 +36,14 @@ const config = {
   fanoutTimeoutSeconds: Number(process.env.BENCH_FANOUT_TIMEOUT ?? 240),
   /** Sends (each beside its floor) per audience; the figures are the median round. */
   fanoutRounds: Number(process.env.BENCH_FANOUT_ROUNDS ?? 3),
-  /** Which parts to run: any of reads, pagination, writes, fanout, content. */
-  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout,content").split(","),
+  /** Which parts to run: any of reads, pagination, writes, fanout, content, webhooks. */
+  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout,content,webhooks").split(","),
   /** The content section's send audience (a fan-out workspace of that size is seeded) and rounds. */
   contentAudience: Number(process.env.BENCH_CONTENT_AUDIENCE ?? 100_000),
   contentRounds: Number(process.env.BENCH_CONTENT_ROUNDS ?? 3),
+  /** The webhooks section: events (subscriber creations) and how many writes run at once. */
+  webhookEvents: Number(process.env.BENCH_WEBHOOK_EVENTS ?? 2000),
+  webhookConcurrency: Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 16),
 };
 const runs = (section) => config.sections.includes(section);
 const fanoutAudiences = [...new Set([...(runs("fanout") ? config.fanout : []), ...(runs("content") ? [config.contentAudience] : [])])];
@@ -134,6 +138,16 @@ try {
       audience: config.contentAudience,
       rounds: config.contentRounds,
       renderMessages: 2000,
+      timeoutSeconds: config.fanoutTimeoutSeconds,
+      log,
+    });
+  }
+  if (runs("webhooks")) {
+    results.webhooks = await measureWebhooks({
+      api: session.api,
+      token: seed.tokens[1],
+      events: config.webhookEvents,
+      concurrency: config.webhookConcurrency,
       timeoutSeconds: config.fanoutTimeoutSeconds,
       log,
     });

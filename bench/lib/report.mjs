@@ -83,6 +83,14 @@ const fanoutSection = (fanout) => {
   return lines.join("\n");
 };
 
+const webhooksSection = (w) =>
+  !w
+    ? "Not measured in this run (BENCH_SECTIONS)."
+    : table(
+        ["events (subscriber.created)", "writes at once", "delivered", "events/s delivered", "change → receiver p50 / p99 (ms)"],
+        [[String(w.events), String(w.concurrency), String(w.delivered), f(w.eventsPerSecond, 0), `${w.latencyMs.p50} / ${w.latencyMs.p99}`]],
+      );
+
 export const writeMarkdown = (results) => {
   const m = results.machine;
   return [
@@ -110,6 +118,10 @@ export const writeMarkdown = (results) => {
     "### Send fan-out",
     "",
     fanoutSection(results.fanout),
+    "",
+    "### Outgoing events (webhooks)",
+    "",
+    webhooksSection(results.webhooks),
     "",
     "### Start-up and bundle",
     "",
