@@ -145,7 +145,8 @@ try {
   if (runs("webhooks")) {
     results.webhooks = await measureWebhooks({
       api: session.api,
-      token: seed.tokens[1],
+      tokens: seed.tokens,
+      ws: session.ws,
       events: config.webhookEvents,
       concurrency: config.webhookConcurrency,
       timeoutSeconds: config.fanoutTimeoutSeconds,
