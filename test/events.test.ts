@@ -158,6 +158,21 @@ describe("eventStatements, for any raw D1 batch", () => {
     expect((await env.DB.prepare("SELECT count(*) AS n FROM write_marks").first<{ n: number }>())!.n).toBe(0);
   });
 
+  it("carries a delivery as the API shows it (what the provider webhooks write)", async () => {
+    const t = await tenant();
+    await createSubscriber(t);
+    const campaign = await createCampaign(t);
+    await waitForOperation(t, (await sendCampaign(t, campaign.id)).id);
+    const [delivery] = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries`)).body.data;
+    const statements = [
+      env.DB.prepare("UPDATE deliveries SET updated_at = ?2 WHERE id = ?1").bind(delivery.id, Date.now()),
+      ...eventStatements(env.DB, [{ type: "delivery.bounced", resource: "delivery", id: delivery.id }], Date.now()),
+    ];
+    await env.DB.batch(statements);
+    const [event] = (await t.call("GET", `${t.ws}/events?type=delivery.bounced`)).body.data;
+    expect(event.data.object).toEqual({ ...delivery, updated_at: expect.any(String) });
+  });
+
   it("a batch that fails after its event leaves neither the change nor the event", async () => {
     const t = await tenant();
     const ada = (await createSubscriber(t)).body.data;

@@ -1,9 +1,9 @@
 import { getTableColumns, sql, type SQL, type Table } from "drizzle-orm";
 import { toSnakeCase } from "drizzle-orm/casing";
-import { campaigns, newsletters, operations, segments, subscribers, webhookAttempts, webhookEndpoints } from "../db/schema";
+import { campaigns, deliveries, newsletters, operations, segments, subscribers, webhookAttempts, webhookEndpoints } from "../db/schema";
 import { serializeCampaign } from "../campaigns/campaigns.schemas";
 import { serializeNewsletter } from "../newsletters/newsletters.schemas";
-import { serializeOperation } from "../operations/operations.schemas";
+import { serializeDelivery, serializeOperation } from "../operations/operations.schemas";
 import { serializeSegment } from "../segments/segments.schemas";
 import { serializeSubscriber } from "../subscribers/subscribers.schemas";
 import {
@@ -31,6 +31,8 @@ export const resources = {
   segment: resource(segments, serializeSegment),
   campaign: resource(campaigns, serializeCampaign),
   operation: resource(operations, serializeOperation),
+  /** What `delivery.bounced` and `delivery.complained` events carry (written by the provider webhooks). */
+  delivery: resource(deliveries, serializeDelivery),
   webhook_endpoint: resource(webhookEndpoints, serializeEndpoint),
   /** The answer of create and rotate_secret: the only ones that show the secret. */
   webhook_endpoint_with_secret: resource(webhookEndpoints, serializeEndpointWithSecret),
