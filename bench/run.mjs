@@ -18,6 +18,7 @@ import { measureReads, measureWrites } from "./lib/routes.mjs";
 import { writeSeed } from "./lib/seed.mjs";
 import { createSession } from "./lib/session.mjs";
 import { benchConfig, cacheDir, root, startDev, wrangler, wranglerVersion } from "./lib/wrangler.mjs";
+import { measureWebhooks } from "./lib/webhooks.mjs";
 import { ensureWrk } from "./lib/wrk.mjs";
 
 const config = {
@@ -37,8 +38,8 @@ const config = {
   fanoutTimeoutSeconds: Number(process.env.BENCH_FANOUT_TIMEOUT ?? 240),
   /** Sends (each beside its floor) per audience; the figures are the median round. */
   fanoutRounds: Number(process.env.BENCH_FANOUT_ROUNDS ?? 3),
-  /** Which parts to run: any of reads, pagination, writes, fanout, content, resend. */
-  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout,content,resend").split(","),
+  /** Which parts to run: any of reads, pagination, writes, fanout, content, resend, webhooks. */
+  sections: (process.env.BENCH_SECTIONS ?? "reads,pagination,writes,fanout,content,resend,webhooks").split(","),
   /** Live sends through the Resend mock; 50000 (about 4.5 minutes) is opt-in: BENCH_RESEND=1000,10000,50000. */
   resend: (process.env.BENCH_RESEND ?? "1000,10000").split(",").filter(Boolean).map(Number),
   resendRps: Number(process.env.BENCH_RESEND_RPS ?? 2),
@@ -48,6 +49,9 @@ const config = {
   /** The content section's send audience (a fan-out workspace of that size is seeded) and rounds. */
   contentAudience: Number(process.env.BENCH_CONTENT_AUDIENCE ?? 100_000),
   contentRounds: Number(process.env.BENCH_CONTENT_ROUNDS ?? 3),
+  /** The webhooks section: events (subscriber creations) and how many writes run at once. */
+  webhookEvents: Number(process.env.BENCH_WEBHOOK_EVENTS ?? 2000),
+  webhookConcurrency: Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 16),
 };
 const runs = (section) => config.sections.includes(section);
 const fanoutAudiences = [...new Set([...(runs("fanout") ? config.fanout : []), ...(runs("content") ? [config.contentAudience] : [])])];
@@ -166,6 +170,17 @@ try {
       rps: config.resendRps,
       log,
       timeoutSeconds: Math.max(config.fanoutTimeoutSeconds, ...resendAudiences.map((n) => (n / 100 / config.resendRps) * 2 + 60)),
+    });
+  }
+  if (runs("webhooks")) {
+    results.webhooks = await measureWebhooks({
+      api: session.api,
+      tokens: seed.tokens,
+      ws: session.ws,
+      events: config.webhookEvents,
+      concurrency: config.webhookConcurrency,
+      timeoutSeconds: config.fanoutTimeoutSeconds,
+      log,
     });
   }
 } finally {

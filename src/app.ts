@@ -19,6 +19,8 @@ import { segmentsRouter } from "./segments/segments.index";
 import { subscribersRouter } from "./subscribers/subscribers.index";
 import { workspacesRouter } from "./workspaces/workspaces.index";
 import { resendWebhookRouter } from "./webhooks/resend.webhook";
+import { eventsRouter } from "./events/events.index";
+import { webhookEndpointsRouter } from "./webhooks/endpoints.index";
 
 /** `/v1/...` and `/...` are the same endpoint: the version segment is dropped before routing. */
 const withoutVersion = (request: Request) => {
@@ -35,6 +37,8 @@ const tags = [
   { name: "Segments", description: "Tag filters that narrow a campaign's audience." },
   { name: "Campaigns", description: "Campaigns and their sends." },
   { name: "Operations", description: "Asynchronous sends and their deliveries." },
+  { name: "Webhooks", description: "Endpoints that receive the workspace's events, signed (Standard Webhooks), and their delivery attempts." },
+  { name: "Events", description: "The event log: every change an endpoint can be told about, newest first." },
   { name: "Operator", description: "The operator API: workspaces and credentials, guarded by ADMIN_TOKEN." },
   { name: "Utility", description: "Liveness, this document and its reference; no credential needed." },
 ];
@@ -46,6 +50,8 @@ export const resourceRouters = [
   segmentsRouter,
   campaignsRouter,
   operationsRouter,
+  webhookEndpointsRouter,
+  eventsRouter,
 ];
 
 export const createApp = () => {

@@ -67,7 +67,7 @@ describe("operator API", () => {
       name: "server",
       mode: "live",
       workspace_ids: [ws.id],
-      scopes: ["workspaces:read", "subscribers:read", "subscribers:write", "campaigns:read", "campaigns:write", "campaigns:send"],
+      scopes: ["workspaces:read", "subscribers:read", "subscribers:write", "campaigns:read", "campaigns:write", "campaigns:send", "webhooks:read", "webhooks:write"],
       revoked_at: null,
     });
     expect(credential.id).toMatch(/^cred_/);

@@ -103,6 +103,19 @@ describe("request bodies: the service accepts exactly what /openapi.json accepts
     await bodyCheck("/workspaces/{workspace_id}/campaigns", "post", (body) => t.call("POST", `${t.ws}/campaigns`, { body }));
   });
 
+  it("POST /workspaces/{workspace_id}/webhook_endpoints", async () => {
+    const t = await tenant();
+    // Past 20 endpoints a valid body is a 409, which is still not a validation error.
+    await bodyCheck("/workspaces/{workspace_id}/webhook_endpoints", "post", (body) => t.call("POST", `${t.ws}/webhook_endpoints`, { body }));
+  });
+
+  it("PATCH /workspaces/{workspace_id}/webhook_endpoints/{endpoint_id}", async () => {
+    const t = await tenant();
+    const created = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: "https://hooks.example.com/x", events: ["*"] } });
+    const url = `${t.ws}/webhook_endpoints/${created.body.data.id}`;
+    await bodyCheck("/workspaces/{workspace_id}/webhook_endpoints/{endpoint_id}", "patch", (body) => t.call("PATCH", url, { body }));
+  });
+
   it("POST /workspaces/{workspace_id}/campaigns/{campaign_id}/send", async () => {
     const t = await tenant();
     const nl = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "news@example.com" } });
@@ -180,5 +193,15 @@ describe("list query parameters: the service accepts exactly what /openapi.json 
   it("GET /workspaces/{workspace_id}/campaigns", async () => {
     const t = await tenant();
     await queryCheck("/workspaces/{workspace_id}/campaigns", (q) => t.call("GET", `${t.ws}/campaigns?${q}`));
+  });
+
+  it("GET /workspaces/{workspace_id}/events", async () => {
+    const t = await tenant();
+    await queryCheck("/workspaces/{workspace_id}/events", (q) => t.call("GET", `${t.ws}/events?${q}`));
+  });
+
+  it("GET /workspaces/{workspace_id}/webhook_endpoints", async () => {
+    const t = await tenant();
+    await queryCheck("/workspaces/{workspace_id}/webhook_endpoints", (q) => t.call("GET", `${t.ws}/webhook_endpoints?${q}`));
   });
 });

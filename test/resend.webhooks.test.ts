@@ -160,6 +160,48 @@ describe("POST /webhooks/resend: effects", () => {
   });
 });
 
+describe("POST /webhooks/resend: outgoing events (outbox)", () => {
+  const eventsOf = async (s: Awaited<ReturnType<typeof sentCampaign>>) =>
+    ((await s.h.t.call("GET", `${s.h.t.ws}/events?limit=100`)).body.data as { type: string; data: { object: { id: string; status: string } } }[])
+      .filter((e) => e.type.startsWith("delivery.") || e.type === "subscriber.bounced" || e.type === "subscriber.unsubscribed")
+      .map((e) => [e.type, e.data.object.id, e.data.object.status]);
+
+  it("a permanent bounce writes delivery.bounced and subscriber.bounced with the rows as they became; a duplicate writes none", async () => {
+    const s = await sentCampaign(2);
+    const [hard, soft] = s.deliveries as [Delivery, Delivery];
+    const bounce = event("email.bounced", hard.provider_message_id ?? "", { bounce: { type: "Permanent" } });
+    await post(s.h.env, { id: "msg_hard", body: bounce });
+    await post(s.h.env, { id: "msg_hard", body: bounce });
+    await post(s.h.env, { body: event("email.bounced", soft.provider_message_id ?? "", { bounce: { type: "Transient" } }) });
+    await post(s.h.env, { body: event("email.delivered", hard.provider_message_id ?? "") });
+    expect((await eventsOf(s)).sort()).toEqual(
+      [
+        ["delivery.bounced", hard.id, "bounced"],
+        ["delivery.bounced", soft.id, "bounced"],
+        ["subscriber.bounced", hard.subscriber_id, "bounced"],
+      ].sort(),
+    );
+  });
+
+  it("a complaint writes delivery.complained and subscriber.unsubscribed once; for an address already unsubscribed, only the delivery's", async () => {
+    const s = await sentCampaign(2);
+    const [first, second] = s.deliveries as [Delivery, Delivery];
+    await s.h.t.call("PATCH", `${s.h.t.ws}/subscribers/${second.subscriber_id}`, { body: { status: "unsubscribed" } });
+    const before = (await eventsOf(s)).length;
+    await post(s.h.env, { id: "msg_c1", body: event("email.complained", first.provider_message_id ?? "") });
+    await post(s.h.env, { id: "msg_c1", body: event("email.complained", first.provider_message_id ?? "") });
+    await post(s.h.env, { body: event("email.complained", second.provider_message_id ?? "") });
+    // Newest first: the events these complaints wrote are the first ones listed.
+    expect((await eventsOf(s)).slice(0, -before || undefined).sort()).toEqual(
+      [
+        ["delivery.complained", first.id, "complained"],
+        ["delivery.complained", second.id, "complained"],
+        ["subscriber.unsubscribed", first.subscriber_id, "unsubscribed"],
+      ].sort(),
+    );
+  });
+});
+
 describe("GET /campaigns/{id}/stats", () => {
   it("counts every delivery state, opens, clicks and unsubscribes exactly", async () => {
     const s = await sentCampaign(6);

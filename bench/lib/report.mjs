@@ -83,6 +83,17 @@ const fanoutSection = (fanout) => {
   return lines.join("\n");
 };
 
+const webhooksSection = (w) =>
+  !w
+    ? "Not measured in this run (BENCH_SECTIONS)."
+    : table(
+        ["phase", "events (subscriber.created)", "writes at once", "delivered", "events/s delivered", "change → receiver p50 / p99 (ms)"],
+        [
+          ["as fast as writes go", w.loaded],
+          ["one write at a time", w.unloaded],
+        ].map(([name, r]) => [name, String(r.events), String(r.concurrency), String(r.delivered), f(r.eventsPerSecond, 0), `${r.latencyMs.p50} / ${r.latencyMs.p99}`]),
+      );
+
 export const writeMarkdown = (results) => {
   const m = results.machine;
   return [
@@ -110,6 +121,10 @@ export const writeMarkdown = (results) => {
     "### Send fan-out",
     "",
     fanoutSection(results.fanout),
+    "",
+    "### Outgoing events (webhooks)",
+    "",
+    webhooksSection(results.webhooks),
     "",
     "### Start-up and bundle",
     "",

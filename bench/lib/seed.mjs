@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import { monotonicFactory } from "ulidx";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-const SCOPES = ["workspaces:read", "subscribers:read", "subscribers:write", "campaigns:read", "campaigns:write", "campaigns:send"];
+const SCOPES = ["workspaces:read", "subscribers:read", "subscribers:write", "campaigns:read", "campaigns:write", "campaigns:send", "webhooks:read", "webhooks:write"];
 // D1 caps one statement at 100 KB of SQL; a row here is about 200 bytes.
 const ROWS_PER_INSERT = 300;
 

@@ -1,3 +1,4 @@
+import { eventStatements } from "../events/outbox";
 import type { UnsubscribeTarget } from "./unsubscribe-token";
 
 // Consent changes made through a message's unsubscribe link. Each is one atomic batch that ends by
@@ -63,6 +64,8 @@ export const unsubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
           WHERE id = ?1 AND status IN ('active', 'pending') AND ${sameWorkspace}`,
       )
       .bind(target.subscriberId, target.campaignId, now),
+    // Written iff the statement above unsubscribed them (not on a repeat); `d1` dispatches it (withOutbox).
+    ...eventStatements(d1, [{ type: "subscriber.unsubscribed", resource: "subscriber", id: target.subscriberId }], now),
     d1
       .prepare(
         `UPDATE deliveries SET unsubscribed_at = ?3, updated_at = ?3
@@ -71,7 +74,7 @@ export const unsubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
       .bind(target.subscriberId, target.campaignId, now),
     stateStatement(d1, target),
   ]);
-  return toState(results[2]?.results[0]);
+  return toState(results.at(-1)?.results[0]);
 };
 
 /** Back to `active`, only for a subscriber who left through this very link (never a bounce or complaint). */
@@ -85,8 +88,10 @@ export const resubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
       )
       .bind(target.subscriberId, target.campaignId, now),
     d1.prepare("SELECT changes() AS changed"),
+    // Back to active is a change of the subscriber like any other; the SELECT above keeps changes() as is.
+    ...eventStatements(d1, [{ type: "subscriber.updated", resource: "subscriber", id: target.subscriberId }], now),
     stateStatement(d1, target),
   ]);
   const changed = (results[1]?.results[0] as { changed?: number } | undefined)?.changed === 1;
-  return { changed, state: toState(results[2]?.results[0]) };
+  return { changed, state: toState(results.at(-1)?.results[0]) };
 };

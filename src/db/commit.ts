@@ -10,6 +10,8 @@ import {
   snapshotRecord,
 } from "../idempotency/idempotency";
 import type { ResourceKind } from "../idempotency/resources";
+import { enqueueDispatch } from "../events/outbox";
+import { type CommitEvent, writeEvents } from "../events/write-events";
 import { replayResponse, type StoredResponse } from "../idempotency/stored-response";
 import type { AppEnv } from "../lib/types";
 
@@ -29,12 +31,19 @@ export type Answer = { status: 200 | 201 | 202; resource: ResourceKind; id: stri
  * When the key already has a live record (a retry whose first try committed), the batch fails on the
  * record's primary key and leaves nothing behind; the request then answers with that record instead
  * (a replay), or 422 when the record belongs to another request. Returns the statements' results.
+ *
+ * `events` (the outbox, src/events) go into the same batch, after the statements and before the
+ * record: each is written iff the write applied (and its own conditions hold), so no change is
+ * without its event and no event without its change; a replayed or failed write writes none. The
+ * events written are handed to the webhook queue after the commit, off the response's path.
  */
 export const commit = async <T extends BatchItem<"sqlite">[]>(
   c: Context<AppEnv>,
   statements: readonly [...T],
   answer: Answer,
+  options: { events?: readonly CommitEvent[] } = {},
 ): Promise<BatchResponse<T>> => {
+  if (options.events && options.events.length > 0) return commitWithEvents(c, statements, answer, options.events);
   const { db } = c.var;
   const request = c.var.idempotency;
   if (!request) {
@@ -57,6 +66,43 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
   const recorded = results.at(-1) as { meta?: { changes?: number } } | undefined;
   if ((recorded?.meta?.changes ?? 0) > 0 || !("resource" in answer)) request.state = "committed";
   return results.slice(1, -1) as unknown as BatchResponse<T>;
+};
+
+/**
+ * `commit` for a write with events: [marks before] statements [mark, events] record [clear]. The
+ * record asks the mark whether the write applied, since `changes()` then speaks of the last event.
+ */
+const commitWithEvents = async <T extends BatchItem<"sqlite">[]>(
+  c: Context<AppEnv>,
+  statements: readonly [...T],
+  answer: Answer,
+  list: readonly CommitEvent[],
+): Promise<BatchResponse<T>> => {
+  const { db } = c.var;
+  const request = c.var.idempotency;
+  const now = Date.now();
+  const events = writeEvents(db, list, now);
+  const head = request ? [dropExpiredRecord(db, request, now), ...events.before] : events.before;
+  const record = !request
+    ? []
+    : "resource" in answer
+      ? [snapshotRecord(db, request, now, answer, events.applied)]
+      : [renderedRecord(db, request, now, { status: answer.status, body: JSON.stringify(answer.body) } satisfies StoredResponse)];
+  const batch = [...head, ...statements, ...events.after, ...record, events.clear];
+  let results: unknown[];
+  try {
+    results = await db.batch(batch as unknown as [BatchItem<"sqlite">]);
+  } catch (err) {
+    const existing = request ? await findLiveRecord(db, request, Date.now()) : undefined;
+    if (!request || !existing) throw err;
+    throw answeredBefore(request, existing);
+  }
+  const changed = (i: number) => ((results[i] as { meta?: { changes?: number } } | undefined)?.meta?.changes ?? 0) > 0;
+  const firstEvent = head.length + statements.length + 1;
+  const written = events.ids.filter((_, i) => changed(firstEvent + i));
+  if (request && (changed(firstEvent - 1) || !("resource" in answer))) request.state = "committed";
+  if (written.length > 0) c.executionCtx.waitUntil(enqueueDispatch(c.env.WEBHOOK_QUEUE, written));
+  return results.slice(head.length, head.length + statements.length) as unknown as BatchResponse<T>;
 };
 
 /** The request is answered by the key's record: replayed if it is the same request, else 422. */

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Every id is `<prefix><ULID>`, so `id DESC` is newest first and every list is a keyset scan on
@@ -269,3 +270,101 @@ export const serviceKeys = sqliteTable("service_keys", {
   secret: text().notNull(),
   createdAt: integer().notNull(),
 });
+
+// ---- Outgoing events (src/events, src/webhooks) ----
+
+/** Every type an event can have; `webhook.test` only ever goes to the endpoint being tested. */
+export const eventTypes = [
+  "subscriber.created",
+  "subscriber.updated",
+  "subscriber.unsubscribed",
+  "subscriber.bounced",
+  "campaign.sending",
+  "campaign.sent",
+  "campaign.failed",
+  "delivery.bounced",
+  "delivery.complained",
+  "webhook.test",
+] as const;
+
+/**
+ * The outbox: one row per change worth telling integrators about, written in the same D1 batch as the
+ * change (src/events/outbox.ts), holding a snapshot of the resource row as that batch left it.
+ */
+export const events = sqliteTable(
+  "events",
+  {
+    id: text().primaryKey(),
+    workspaceId: text().notNull(),
+    type: text({ enum: eventTypes }).notNull(),
+    /** The resource kind of the snapshot (src/idempotency/resources.ts), e.g. `subscriber`. */
+    resource: text().notNull(),
+    resourceId: text().notNull(),
+    /** The row as SQLite's json_object() wrote it; rendered with the resource's serializer. */
+    snapshot: text().notNull(),
+    createdAt: integer().notNull(),
+    /** When its webhook attempts were created; null until then (the sweeper looks for those). */
+    dispatchedAt: integer(),
+  },
+  (t) => [
+    index("events_workspace_id_idx").on(t.workspaceId, t.id),
+    index("events_workspace_type_id_idx").on(t.workspaceId, t.type, t.id),
+    index("events_undispatched_idx").on(t.createdAt).where(sql`dispatched_at IS NULL`),
+  ],
+);
+
+/**
+ * One row per write that has events, alive only inside that write's batch: it records whether the
+ * write's decisive statement changed something (or a condition on a row before the write), so every
+ * event and the Idempotency-Key record after it can ask (src/db/commit.ts). The batch deletes it.
+ */
+export const writeMarks = sqliteTable("write_marks", { id: text().primaryKey() });
+
+export const webhookEndpoints = sqliteTable(
+  "webhook_endpoints",
+  {
+    id: text().primaryKey(),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id),
+    url: text().notNull(),
+    /** Event types, or ["*"]. */
+    events: text({ mode: "json" }).$type<string[]>().notNull(),
+    description: text(),
+    enabled: integer({ mode: "boolean" }).notNull(),
+    /** `whsec_…`: kept as is because it signs; never shown after create and rotate_secret. */
+    secret: text().notNull(),
+    createdAt: integer().notNull(),
+    updatedAt: integer().notNull(),
+    /** Deleted endpoints are kept (their attempts refer to them) but receive and show nothing. */
+    deletedAt: integer(),
+  },
+  (t) => [index("webhook_endpoints_workspace_id_idx").on(t.workspaceId, t.id)],
+);
+
+export const webhookAttempts = sqliteTable(
+  "webhook_attempts",
+  {
+    id: text().primaryKey(),
+    workspaceId: text().notNull(),
+    endpointId: text()
+      .notNull()
+      .references(() => webhookEndpoints.id),
+    eventId: text()
+      .notNull()
+      .references(() => events.id),
+    status: text({ enum: ["pending", "succeeded", "failed"] }).notNull(),
+    attempts: integer().notNull().default(0),
+    lastStatusCode: integer(),
+    lastError: text(),
+    nextAttemptAt: integer(),
+    createdAt: integer().notNull(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [
+    // One attempt row per (endpoint, event), however often the event is dispatched.
+    uniqueIndex("webhook_attempts_endpoint_event_uq").on(t.endpointId, t.eventId),
+    index("webhook_attempts_endpoint_id_idx").on(t.endpointId, t.id),
+    index("webhook_attempts_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending'`),
+  ],
+);

@@ -8,6 +8,7 @@ export const requiredBindings = {
   DB: "D1 database (all data)",
   IDEMPOTENCY_KV: "KV namespace (Idempotency-Key replays)",
   SEND_QUEUE: "Queue producer (campaign sends)",
+  WEBHOOK_QUEUE: "Queue producer (webhook deliveries)",
   RATE_LIMITER: "rate-limiting binding (per-credential limit)",
   PUBLIC_RATE_LIMITER: "rate-limiting binding (per-IP limit of the unsubscribe pages)",
   // Needed only once the resend integration is configured (RESEND_API_KEY set).

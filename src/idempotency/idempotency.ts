@@ -1,7 +1,7 @@
-import { and, eq, getTableColumns, gt, sql, type Table } from "drizzle-orm";
+import { and, eq, gt, type SQL, sql, type Table } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { idempotencyKeys } from "../db/schema";
-import { resources, type ResourceKind, sqlName } from "./resources";
+import { resources, type ResourceKind, snapshotJson } from "./resources";
 import type { StoredResponse } from "./stored-response";
 
 // The Idempotency-Key record of a request: what `commit` writes in the request's own batch, what the
@@ -45,29 +45,26 @@ export const dropExpiredRecord = (db: Db, request: IdempotentRequest, now: numbe
     );
 
 /**
- * The record of a write, for the end of the write's batch. It is inserted only if the statement just
- * before it changed something (`changes()`), and then holds a snapshot of the resource row `id` as
- * the batch leaves it. A live record for the key makes the insert, and so the whole batch, fail.
+ * The record of a write, for the end of the write's batch. It is inserted only if the write applied:
+ * by default, if the statement just before it changed something (`changes()`); `applied` says it
+ * otherwise (src/db/commit.ts, for a write with events). It then holds a snapshot of the resource row
+ * `id` as the batch leaves it. A live record for the key makes the insert, and so the whole batch, fail.
  */
 export const snapshotRecord = (
   db: Db,
   request: IdempotentRequest,
   now: number,
   answer: { status: number; resource: ResourceKind; id: string },
+  applied: SQL = sql`changes() > 0`,
 ) => {
   const table = resources[answer.resource].table as Table;
-  const columns = Object.entries(getTableColumns(table)).map(([key, column]) => {
-    const name = sqlName(key, column);
-    // Names come from the schema, never from a request.
-    return sql`${sql.raw(`'${name}'`)}, ${sql.identifier(name)}`;
-  });
   const f = recordFields(request, now);
   // Columns in the table's order: credential_id, key, fingerprint, response, created_at, expires_at.
   return db.insert(idempotencyKeys).select(sql`
     SELECT ${f.credentialId}, ${f.key}, ${f.fingerprint},
-           json_object('status', ${answer.status}, 'resource', ${answer.resource}, 'row', json_object(${sql.join(columns, sql`, `)})),
+           json_object('status', ${answer.status}, 'resource', ${answer.resource}, 'row', ${snapshotJson(answer.resource)}),
            ${f.createdAt}, ${f.expiresAt}
-      FROM ${table} WHERE id = ${answer.id} AND changes() > 0`);
+      FROM ${table} WHERE id = ${answer.id} AND ${applied}`);
 };
 
 /** The record of an answer known before the batch (no resource row to snapshot). */

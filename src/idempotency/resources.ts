@@ -1,15 +1,22 @@
-import { getTableColumns, type Table } from "drizzle-orm";
+import { getTableColumns, sql, type SQL, type Table } from "drizzle-orm";
 import { toSnakeCase } from "drizzle-orm/casing";
-import { campaigns, newsletters, operations, segments, subscribers } from "../db/schema";
+import { campaigns, deliveries, newsletters, operations, segments, subscribers, webhookAttempts, webhookEndpoints } from "../db/schema";
 import { serializeCampaign } from "../campaigns/campaigns.schemas";
 import { serializeNewsletter } from "../newsletters/newsletters.schemas";
-import { serializeOperation } from "../operations/operations.schemas";
+import { serializeDelivery, serializeOperation } from "../operations/operations.schemas";
 import { serializeSegment } from "../segments/segments.schemas";
 import { serializeSubscriber } from "../subscribers/subscribers.schemas";
+import {
+  serializeDeletedEndpoint,
+  serializeEndpoint,
+  serializeEndpointWithSecret,
+} from "../webhooks/endpoints.schemas";
+import { serializeAttempt } from "../webhooks/attempts.schemas";
 
-// The resources a write can answer with. A write's Idempotency-Key record holds a snapshot of the
-// resource's row, taken by SQL in the write's own batch; a replay renders it with the same serializer
-// the live answer used, so both are the same bytes.
+// The resources a write can answer with, and that an event can carry. A write's Idempotency-Key
+// record and an event (src/events/outbox.ts) both hold a snapshot of the resource's row, taken by SQL
+// (`snapshotJson`) in the write's own batch; rendering it uses the same serializer as the live
+// answer, so a replay is the same bytes and an event shows the resource as the API does.
 
 type Resource<T extends Table> = { table: T; serialize: (row: T["$inferSelect"]) => unknown };
 
@@ -24,6 +31,13 @@ export const resources = {
   segment: resource(segments, serializeSegment),
   campaign: resource(campaigns, serializeCampaign),
   operation: resource(operations, serializeOperation),
+  /** What `delivery.bounced` and `delivery.complained` events carry (written by the provider webhooks). */
+  delivery: resource(deliveries, serializeDelivery),
+  webhook_endpoint: resource(webhookEndpoints, serializeEndpoint),
+  /** The answer of create and rotate_secret: the only ones that show the secret. */
+  webhook_endpoint_with_secret: resource(webhookEndpoints, serializeEndpointWithSecret),
+  deleted_webhook_endpoint: resource(webhookEndpoints, serializeDeletedEndpoint),
+  webhook_attempt: resource(webhookAttempts, serializeAttempt),
 };
 
 export type ResourceKind = keyof typeof resources;
@@ -32,6 +46,19 @@ type Column = ReturnType<typeof getTableColumns>[string];
 
 /** The column's name in SQL (the schema names columns by their key, in snake_case). */
 export const sqlName = (key: string, column: Column) => (column.keyAsName ? toSnakeCase(key) : column.name);
+
+/**
+ * SQL for the row of `kind` the enclosing query selects, as one JSON object keyed by SQL column
+ * name: `json_object('id', id, 'email', email, …)`. Use it where `kind`'s table is the FROM.
+ */
+export const snapshotJson = (kind: ResourceKind): SQL => {
+  const columns = Object.entries(getTableColumns(resources[kind].table as Table)).map(([key, column]) => {
+    const name = sqlName(key, column);
+    // Names come from the schema, never from a request.
+    return sql`${sql.raw(`'${name}'`)}, ${sql.identifier(name)}`;
+  });
+  return sql`json_object(${sql.join(columns, sql`, `)})`;
+};
 
 /** A row as SQLite's json_object() wrote it (keys = SQL column names), back to drizzle's row shape. */
 export const rowFromSnapshot = (kind: ResourceKind, snapshot: Record<string, unknown>) => {
@@ -43,6 +70,10 @@ export const rowFromSnapshot = (kind: ResourceKind, snapshot: Record<string, unk
   return row;
 };
 
+/** A row of `kind` as the API shows it. */
+export const serializeResource = (kind: ResourceKind, row: Record<string, unknown>) =>
+  (resources[kind].serialize as (r: Record<string, unknown>) => unknown)(row);
+
 /** The body a write answers with, for a row of `kind`: `{ "data": <resource> }`. */
 export const renderResource = (kind: ResourceKind, row: Record<string, unknown>) =>
-  JSON.stringify({ data: (resources[kind].serialize as (r: Record<string, unknown>) => unknown)(row) });
+  JSON.stringify({ data: serializeResource(kind, row) });

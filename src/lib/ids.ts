@@ -9,6 +9,9 @@ export const idPrefixes = {
   segment: "seg_",
   delivery: "dlv_",
   credential: "cred_",
+  event: "evt_",
+  webhook_endpoint: "we_",
+  webhook_attempt: "wa_",
   request: "req_",
 } as const;
 

@@ -10,6 +10,8 @@ export const scopes = [
   "campaigns:read",
   "campaigns:write",
   "campaigns:send",
+  "webhooks:read",
+  "webhooks:write",
 ] as const;
 
 export type Scope = (typeof scopes)[number];

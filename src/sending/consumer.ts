@@ -1,3 +1,4 @@
+import { withOutbox } from "../events/outbox";
 import { backoffSeconds, runStep, type StepDeps } from "./pipeline";
 import { SEND_DEAD_LETTER_QUEUE, SendMessage } from "./messages";
 import { failOperation } from "./send.repository";
@@ -19,7 +20,8 @@ const logError = (event: string, message: Message, err: unknown) =>
  */
 export const handleQueueBatch = async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
   if (batch.queue === SEND_DEAD_LETTER_QUEUE) return handleDeadLetters(batch, env);
-  const deps: StepDeps = { d1: env.DB, queue: env.SEND_QUEUE, env, now: Date.now };
+  // Events the pipeline's batches write are dispatched once each batch commits.
+  const deps: StepDeps = { d1: withOutbox(env.DB, env.WEBHOOK_QUEUE), queue: env.SEND_QUEUE, env, now: Date.now };
   // Messages of a batch run side by side: a fan-out step never waits behind a delivery chunk, and
   // each step bounds its own provider concurrency.
   await Promise.all(batch.messages.map((message) => handleMessage(deps, message)));
@@ -56,7 +58,7 @@ const handleDeadLetters = async (batch: MessageBatch<unknown>, env: Env): Promis
     }
     try {
       await failOperation(
-        env.DB,
+        withOutbox(env.DB, env.WEBHOOK_QUEUE),
         parsed.data.operation_id,
         {
           code: "send_step_exhausted",

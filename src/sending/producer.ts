@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { commit } from "../db/commit";
 import { ApiError, notFound } from "../errors/api-error";
@@ -71,6 +72,8 @@ export const startCampaignSend = async (c: Context<AppEnv>, request: SendRequest
       now,
     }),
     { status: 202, resource: "operation", id },
+    // A send that starts now moves the campaign to `sending` in this batch; a scheduled one does so when it starts.
+    { events: [{ type: "campaign.sending", resource: "campaign", id: request.campaignId, onlyIf: sql`status = 'sending'` }] },
   );
   if (!operation) {
     // Nothing changed: the campaign does not exist here, or is not a draft (another send won).

@@ -1,6 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertWhere } from "../db/insert-where";
+import { eventPrepared } from "../events/outbox";
+import { newId } from "../lib/ids";
 import { campaigns, operations, type SegmentFilter } from "../db/schema";
 import type { DeliveryError } from "./integrations/types";
 
@@ -164,7 +166,10 @@ export const createSendOperation = (db: Db, op: NewOperation) =>
 
 // ---- start ----
 
-/** queued → running (and a scheduled campaign → sending); false when another start got there first. */
+/**
+ * queued → running (and a scheduled campaign → sending, with its `campaign.sending` event); false
+ * when another start got there first.
+ */
 export const markOperationRunning = async (d1: D1Database, op: OperationState, now: number): Promise<boolean> => {
   const [started] = await d1.batch([
     d1
@@ -177,6 +182,7 @@ export const markOperationRunning = async (d1: D1Database, op: OperationState, n
             AND EXISTS (SELECT 1 FROM operations WHERE id = ?3 AND status = 'running')`,
       )
       .bind(op.campaignId, now, op.id),
+    eventPrepared(d1, { type: "campaign.sending", resource: "campaign", id: op.campaignId, eventId: newId("event", now), now }),
   ]);
   return (started?.results.length ?? 0) === 1;
 };
@@ -186,7 +192,7 @@ export const markOperationRunning = async (d1: D1Database, op: OperationState, n
 /**
  * Once the fan-out has paged past the last recipient and every delivery has left `queued`, the
  * operation ends (failed only when every delivery failed) and the campaign follows it. Both are
- * conditional, so whichever batch finishes the work completes it, once.
+ * conditional, so whichever batch finishes the work completes it, once, with its campaign event.
  */
 export const completionStatements = (d1: D1Database, op: OperationState, now: number): D1PreparedStatement[] => [
   d1
@@ -201,6 +207,7 @@ export const completionStatements = (d1: D1Database, op: OperationState, now: nu
     )
     .bind(op.id, now),
   campaignFollowsOperation(d1, op.id, op.campaignId, now),
+  campaignEndedEvent(d1, op.campaignId, now),
 ];
 
 const campaignFollowsOperation = (d1: D1Database, operationId: string, campaignId: string, now: number) =>
@@ -215,6 +222,16 @@ const campaignFollowsOperation = (d1: D1Database, operationId: string, campaignI
     )
     .bind(operationId, campaignId, now);
 
+/** `campaign.sent` or `campaign.failed`, iff the statement before ended the campaign. */
+const campaignEndedEvent = (d1: D1Database, campaignId: string, now: number) =>
+  eventPrepared(d1, {
+    type: sql`CASE status WHEN 'sent' THEN 'campaign.sent' ELSE 'campaign.failed' END`,
+    resource: "campaign",
+    id: campaignId,
+    eventId: newId("event", now),
+    now,
+  });
+
 /** Ends an operation that cannot finish (its work was dead-lettered), and its campaign with it. */
 export const failOperation = async (d1: D1Database, operationId: string, error: DeliveryError, now: number) => {
   const op = await d1.prepare(`SELECT campaign_id FROM operations WHERE id = ?`).bind(operationId).first<{ campaign_id: string }>();
@@ -227,5 +244,6 @@ export const failOperation = async (d1: D1Database, operationId: string, error: 
       )
       .bind(operationId, JSON.stringify(error), now),
     campaignFollowsOperation(d1, operationId, op.campaign_id, now),
+    campaignEndedEvent(d1, op.campaign_id, now),
   ]);
 };

@@ -1,4 +1,6 @@
+import { sql } from "drizzle-orm";
 import { commit } from "../db/commit";
+import type { CommitEvent } from "../events/write-events";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { afterPosition, envelope, toPage } from "../lib/http";
@@ -39,7 +41,7 @@ export const subscribersRouter = createRouter()
       source: body.source ?? null,
       createdAt: now,
       updatedAt: now,
-    })], { status: 201, resource: "subscriber", id });
+    })], { status: 201, resource: "subscriber", id }, { events: [{ type: "subscriber.created", resource: "subscriber", id }] });
     if (!row) throw emailTaken(body.email, (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email))?.id);
     return c.json(envelope(serializeSubscriber(row)), 201);
   })
@@ -59,11 +61,17 @@ export const subscribersRouter = createRouter()
     if (body.location !== undefined) changes.location = body.location;
     if (body.source !== undefined) changes.source = body.source;
     if (body.status !== undefined) changes.status = body.status;
-    const [[row]] = await commit(c, [updateSubscriber(c.var.db, workspace_id, subscriber_id, changes)], {
-      status: 200,
-      resource: "subscriber",
-      id: subscriber_id,
-    });
+    const events: CommitEvent[] = [{ type: "subscriber.updated", resource: "subscriber", id: subscriber_id }];
+    // Told apart only when this very write moved the status there (compared inside the batch).
+    if (body.status === "unsubscribed" || body.status === "bounced") {
+      events.push({ type: `subscriber.${body.status}`, resource: "subscriber", id: subscriber_id, onlyIfBefore: sql`status <> ${body.status}` });
+    }
+    const [[row]] = await commit(
+      c,
+      [updateSubscriber(c.var.db, workspace_id, subscriber_id, changes)],
+      { status: 200, resource: "subscriber", id: subscriber_id },
+      { events },
+    );
     if (row) return c.json(envelope(serializeSubscriber(row)), 200);
     if (!(await findSubscriber(c.var.db, workspace_id, subscriber_id))) throw notFound("subscriber", subscriber_id);
     throw emailTaken(body.email ?? "", (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email ?? ""))?.id);

@@ -1,3 +1,6 @@
+import { sql } from "drizzle-orm";
+import { eventStatements, type OutboxEvent } from "../events/outbox";
+
 // Resend's delivery feedback applied to deliveries and subscribers. Every effect of one event and
 // its receipt (by svix-id) commit in one atomic batch; each effect runs only while the receipt is
 // absent, and the receipt is the batch's last statement, so a redelivered event changes nothing.
@@ -24,59 +27,80 @@ const moveDelivery = (status: keyof typeof rankOf, extra = "") =>
   `UPDATE deliveries SET status = '${status}'${extra}, updated_at = ?4
     WHERE ${OF_MESSAGE} AND status IN ('sent', 'delivered', 'bounced', 'complained') AND ${RANK} < ${rankOf[status]}`;
 
+/** One change an event makes, and the outgoing event (outbox) that reports it when it applies. */
+type Effect = { sql: string; event?: OutboxEvent };
+
 /** The SQL of each effect an event has; none for an event type this service does not act on. */
-const effectsSql = (event: FeedbackEvent): string[] => {
+const effectsOf = (event: FeedbackEvent): Effect[] => {
+  const emailId = event.emailId ?? "";
+  const delivery = sql`(SELECT id FROM deliveries WHERE provider_message_id = ${emailId})`;
+  const subscriber = sql`(SELECT subscriber_id FROM deliveries WHERE provider_message_id = ${emailId})`;
   switch (event.type) {
     case "email.delivered":
-      return [moveDelivery("delivered")];
+      return [{ sql: moveDelivery("delivered") }];
     case "email.bounced": {
-      const delivery = `UPDATE deliveries SET bounce_type = ?5, updated_at = ?4 WHERE ${OF_MESSAGE}`;
+      const effects: Effect[] = [
+        { sql: `UPDATE deliveries SET bounce_type = ?5, updated_at = ?4 WHERE ${OF_MESSAGE}` },
+        { sql: moveDelivery("bounced"), event: { type: "delivery.bounced", resource: "delivery", id: delivery } },
+      ];
       // Only a permanent bounce says the address is dead; others are recorded on the delivery.
-      if (event.bounceType !== "Permanent") return [delivery, moveDelivery("bounced")];
+      if (event.bounceType !== "Permanent") return effects;
       return [
-        delivery,
-        moveDelivery("bounced"),
-        `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
-          WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed')`,
+        ...effects,
+        {
+          sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
+                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed')`,
+          event: { type: "subscriber.bounced", resource: "subscriber", id: subscriber },
+        },
       ];
     }
     case "email.complained":
       return [
-        moveDelivery("complained"),
-        `UPDATE subscribers SET status = 'unsubscribed', status_source = 'complaint', updated_at = ?4
-          WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending')`,
+        { sql: moveDelivery("complained"), event: { type: "delivery.complained", resource: "delivery", id: delivery } },
+        {
+          sql: `UPDATE subscribers SET status = 'unsubscribed', status_source = 'complaint', updated_at = ?4
+                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending')`,
+          event: { type: "subscriber.unsubscribed", resource: "subscriber", id: subscriber },
+        },
       ];
     case "email.opened":
-      return [`UPDATE deliveries SET opened_at = ?3, updated_at = ?4 WHERE ${OF_MESSAGE} AND opened_at IS NULL`];
+      return [{ sql: `UPDATE deliveries SET opened_at = ?3, updated_at = ?4 WHERE ${OF_MESSAGE} AND opened_at IS NULL` }];
     case "email.clicked":
-      return [`UPDATE deliveries SET clicked_at = ?3, updated_at = ?4 WHERE ${OF_MESSAGE} AND clicked_at IS NULL`];
+      return [{ sql: `UPDATE deliveries SET clicked_at = ?3, updated_at = ?4 WHERE ${OF_MESSAGE} AND clicked_at IS NULL` }];
     default:
       return [];
   }
 };
 
 /**
- * The one place that builds an event's statements (effects, then the receipt). Outgoing events
- * (subscriber.bounced, delivery.bounced, delivery.complained) belong here too, appended to the same
- * list so they commit with the effects they describe.
+ * The one place that builds an event's statements: each effect followed by the outgoing event that
+ * reports it (written only if the effect changed a row: subscriber.bounced, subscriber.unsubscribed,
+ * delivery.bounced, delivery.complained), then the receipt.
  */
 export const feedbackStatements = (d1: D1Database, event: FeedbackEvent, now: number): D1PreparedStatement[] => {
-  const effects =
+  const statements =
     event.emailId === null
       ? []
-      : effectsSql(event).map((sql) =>
-          d1.prepare(sql).bind(event.svixId, event.emailId, event.at, now, ...(sql.includes("?5") ? [event.bounceType] : [])),
-        );
-  // Outbox: the outgoing events for these effects are appended here, before the receipt.
+      : effectsOf(event).flatMap(({ sql: query, event: outgoing }) => [
+          d1.prepare(query).bind(event.svixId, event.emailId, event.at, now, ...(query.includes("?5") ? [event.bounceType] : [])),
+          ...(outgoing ? eventStatements(d1, [outgoing], now) : []),
+        ]);
   const receipt = d1
     .prepare(`INSERT INTO webhook_receipts (svix_id, event_type, received_at) VALUES (?1, ?2, ?3) ON CONFLICT (svix_id) DO NOTHING RETURNING svix_id`)
     .bind(event.svixId, event.type, now);
-  return [...effects, receipt];
+  return [...statements, receipt];
 };
 
 /** Applies an event: `duplicate` when its svix-id was seen before, `ignored` when it changed nothing. */
-export const applyFeedback = async (d1: D1Database, event: FeedbackEvent, now: number): Promise<"applied" | "ignored" | "duplicate"> => {
-  const results = await d1.batch(feedbackStatements(d1, event, now));
+export const applyFeedback = async (
+  d1: D1Database,
+  event: FeedbackEvent,
+  now: number,
+  dispatch: (statements: D1PreparedStatement[], results: D1Result[]) => void,
+): Promise<"applied" | "ignored" | "duplicate"> => {
+  const statements = feedbackStatements(d1, event, now);
+  const results = await d1.batch(statements);
+  dispatch(statements, results);
   if ((results.at(-1)?.results.length ?? 0) === 0) return "duplicate";
   const changed = results.slice(0, -1).reduce((sum, r) => sum + (r.meta.changes ?? 0), 0);
   return changed > 0 ? "applied" : "ignored";

@@ -1,0 +1,22 @@
+import { notFound } from "../errors/api-error";
+import { createRouter } from "../lib/create-app";
+import { afterPosition, envelope, toPage } from "../lib/http";
+import { findEvent, listEventsPage } from "./events.repository";
+import { getEvent, listEvents } from "./events.routes";
+import { serializeEvent } from "./events.schemas";
+
+export const eventsRouter = createRouter()
+  .openapi(listEvents, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const { limit, after, type } = c.req.valid("query");
+    const scope = `events:${workspace_id}`;
+    const position = await afterPosition(c, scope, after);
+    const rows = await listEventsPage(c.var.db, workspace_id, type, position, limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeEvent), 200);
+  })
+  .openapi(getEvent, async (c) => {
+    const { workspace_id, event_id } = c.req.valid("param");
+    const row = await findEvent(c.var.db, workspace_id, event_id);
+    if (!row) throw notFound("event", event_id);
+    return c.json(envelope(serializeEvent(row)), 200);
+  });

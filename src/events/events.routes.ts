@@ -1,0 +1,27 @@
+import { apiRoute } from "../lib/route";
+import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { EventParams, EventSchema, ListEventsQuery } from "./events.schemas";
+
+export const listEvents = apiRoute({
+  method: "get",
+  path: "/workspaces/{workspace_id}/events",
+  tags: ["Events"],
+  summary: "List events",
+  description:
+    "The event log, newest first: every change webhook endpoints are told about (and `webhook.test` events), whether or not an endpoint received it. `type` combines with the cursor.",
+  scope: "webhooks:read",
+  request: { params: WorkspaceParams, query: ListEventsQuery },
+  responses: {
+    200: { description: "A page of events", content: { "application/json": { schema: pageEnvelope(EventSchema) } } },
+  },
+});
+
+export const getEvent = apiRoute({
+  method: "get",
+  path: "/workspaces/{workspace_id}/events/{event_id}",
+  tags: ["Events"],
+  summary: "Retrieve an event",
+  scope: "webhooks:read",
+  request: { params: EventParams },
+  responses: { 200: { description: "The event", content: { "application/json": { schema: dataEnvelope(EventSchema) } } } },
+});

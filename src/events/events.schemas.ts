@@ -1,0 +1,35 @@
+import { z } from "@hono/zod-openapi";
+import { eventTypes, type events } from "../db/schema";
+import { type ResourceKind, rowFromSnapshot, serializeResource } from "../idempotency/resources";
+import { afterQuery, idParam, isoDateTime, limitQuery, queryEnum, WorkspaceParams } from "../lib/schemas";
+import { iso } from "../lib/time";
+
+export const EventParams = WorkspaceParams.extend({ event_id: idParam("event", "event_id") });
+
+export const ListEventsQuery = z.strictObject({
+  limit: limitQuery,
+  after: afterQuery,
+  type: queryEnum(eventTypes).optional().openapi({ description: "Only events of this type." }),
+});
+
+export const EventSchema = z
+  .object({
+    id: z.string().openapi({ example: "evt_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }),
+    object: z.literal("event"),
+    type: z.enum(eventTypes),
+    created_at: isoDateTime,
+    data: z.object({
+      object: z.record(z.string(), z.unknown()).openapi({
+        description: "The resource as the API shows it (a subscriber, a campaign, …), as the change left it.",
+      }),
+    }),
+  })
+  .openapi("Event");
+
+export type EventRow = typeof events.$inferSelect;
+
+export const serializeEvent = (row: EventRow): z.infer<typeof EventSchema> => {
+  const kind = row.resource as ResourceKind;
+  const object = serializeResource(kind, rowFromSnapshot(kind, JSON.parse(row.snapshot) as Record<string, unknown>));
+  return { id: row.id, object: "event", type: row.type, created_at: iso(row.createdAt), data: { object: object as Record<string, unknown> } };
+};

@@ -1,0 +1,107 @@
+import { type SQL, sql } from "drizzle-orm";
+import { createDb } from "../db/client";
+import { newId } from "../lib/ids";
+import type { WebhookMessage } from "../webhooks/messages";
+import { type EventSpec, type EventStatementSpec, eventStatement } from "./event-statement";
+import { writeEvents } from "./write-events";
+
+// The outbox: an event is a row of `events`, inserted by a statement of the same D1 batch as the
+// change it reports, so the two commit together or not at all. Dispatch to webhook endpoints happens
+// after the commit (a queue message per event); the cron sweeper dispatches what a crash left behind.
+
+/** Event statements made for raw D1 batches, by event id: `dispatchWritten` dispatches those that inserted. */
+const preparedEvents = new WeakMap<D1PreparedStatement, string>();
+
+const prepared = (d1: D1Database, query: { sql: string; params: unknown[] }) => d1.prepare(query.sql).bind(...query.params);
+
+/** `eventStatement` for a raw D1 batch (the send pipeline's). */
+export const eventPrepared = (d1: D1Database, spec: EventStatementSpec) => {
+  const statement = prepared(d1, eventStatement(createDb(d1), spec).toSQL());
+  preparedEvents.set(statement, spec.eventId);
+  return statement;
+};
+
+/** An event for `eventStatements`: `onlyIf` is a further condition on the row as the batch leaves it. */
+export type OutboxEvent = EventSpec & { onlyIf?: SQL };
+
+/**
+ * The outbox for any raw D1 batch (the send pipeline, the unsubscribe pages, provider webhooks):
+ * statements to place RIGHT AFTER the statement that makes the change. Each event is written iff
+ * that statement changed a row (`changes() > 0`) and its `onlyIf` holds. One event is one
+ * statement; several share a mark row (src/events/write-events.ts), since `changes()` would
+ * otherwise speak of the event inserted just before. Run the batch through `withOutbox(...).batch`,
+ * or call `dispatchWritten` with its results, so the written events reach the webhook queue.
+ *
+ *   const events = eventStatements(d1, [{ type: "subscriber.bounced", resource: "subscriber", id }], now);
+ *   const results = await d1.batch([markBounced, ...events, ...rest]);
+ *   ctx.waitUntil(dispatchWritten(env.WEBHOOK_QUEUE, [markBounced, ...events, ...rest], results));
+ */
+export const eventStatements = (d1: D1Database, list: readonly OutboxEvent[], now: number): D1PreparedStatement[] => {
+  if (list.length === 1) {
+    const [event] = list as [OutboxEvent];
+    const when = event.onlyIf ? sql`changes() > 0 AND (${event.onlyIf})` : undefined;
+    return [eventPrepared(d1, { ...event, eventId: newId("event", now), now, ...(when && { when }) })];
+  }
+  const db = createDb(d1);
+  const written = writeEvents(db, list, now);
+  const [mark, ...inserts] = written.after;
+  return [
+    prepared(d1, (mark as NonNullable<typeof mark>).toSQL()),
+    ...inserts.map((insert, i) => {
+      const statement = prepared(d1, insert.toSQL());
+      preparedEvents.set(statement, written.ids[i] as string);
+      return statement;
+    }),
+    prepared(d1, written.clear.toSQL()),
+  ];
+};
+
+/** Hands events to the webhook queue; never throws (the sweeper dispatches what this could not). */
+export const enqueueDispatch = async (queue: Queue, eventIds: string[]): Promise<void> => {
+  if (eventIds.length === 0) return;
+  try {
+    await queue.sendBatch(eventIds.map((id) => ({ body: { type: "dispatch", event_id: id } satisfies WebhookMessage })));
+  } catch (err) {
+    console.error(
+      JSON.stringify({
+        level: "error",
+        event: "webhook_dispatch_enqueue_failed",
+        event_ids: eventIds,
+        error: err instanceof Error ? err.message : String(err),
+      }),
+    );
+  }
+};
+
+/** After a raw batch commits: enqueues the dispatch of each event statement of it that inserted its row. */
+export const dispatchWritten = (queue: Queue, statements: readonly D1PreparedStatement[], results: readonly D1Result[]) => {
+  const written: string[] = [];
+  statements.forEach((statement, i) => {
+    const id = preparedEvents.get(statement);
+    if (id !== undefined && (results[i]?.meta.changes ?? 0) > 0) written.push(id);
+  });
+  return enqueueDispatch(queue, written);
+};
+
+/**
+ * A D1 handle whose `batch` dispatches, once the batch has committed, every event (made with
+ * `eventStatements` or `eventPrepared`) that it wrote: the send pipeline's repositories and the
+ * unsubscribe pages write events in their own batches and need not know about the queue. With
+ * `waitUntil`, the enqueue runs beside the answer instead of before it.
+ */
+export const withOutbox = (d1: D1Database, queue: Queue, waitUntil?: (promise: Promise<unknown>) => void): D1Database =>
+  new Proxy(d1, {
+    get(target, property) {
+      if (property === "batch") {
+        return async <T>(statements: D1PreparedStatement[]) => {
+          const results = await target.batch<T>(statements);
+          const dispatch = dispatchWritten(queue, statements, results);
+          if (waitUntil) waitUntil(dispatch);
+          else await dispatch;
+          return results;
+        };
+      }
+      const value: unknown = Reflect.get(target, property);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });

@@ -1,0 +1,158 @@
+import type { Context } from "hono";
+import { commit } from "../db/commit";
+import { ApiError, notFound } from "../errors/api-error";
+import { createRouter } from "../lib/create-app";
+import { afterPosition, envelope, toPage } from "../lib/http";
+import { newId } from "../lib/ids";
+import type { AppEnv } from "../lib/types";
+import { serializeAttempt } from "./attempts.schemas";
+import { deliverTry } from "./consumer";
+import {
+  countEndpoints,
+  deleteEndpoint as deleteEndpointRow,
+  type EndpointChanges,
+  findEndpoint,
+  insertEndpoint,
+  listAttemptsPage,
+  listEndpointsPage,
+  newSecret,
+  testEndpointStatements,
+  updateEndpoint as updateEndpointRow,
+} from "./endpoints.repository";
+import {
+  createEndpoint,
+  deleteEndpoint,
+  getEndpoint,
+  listAttempts,
+  listEndpoints,
+  rotateSecret,
+  testEndpoint,
+  updateEndpoint,
+} from "./endpoints.routes";
+import {
+  MAX_ENDPOINTS_PER_WORKSPACE,
+  serializeDeletedEndpoint,
+  serializeEndpoint,
+  serializeEndpointWithSecret,
+} from "./endpoints.schemas";
+import { liveUrlProblem } from "./url-rules";
+
+/** The rule that depends on the credential: live mode never points at private or local addresses. */
+const checkLiveUrl = (c: Context<AppEnv>, url: string | undefined) => {
+  if (url === undefined || c.var.principal.mode !== "live") return;
+  const problem = liveUrlProblem(url);
+  if (problem) throw new ApiError("validation_failed", `url ${problem}`, { param: "url", details: [{ param: "url", message: problem }] });
+};
+
+const missing = (id: string) => notFound("endpoint", id);
+
+export const webhookEndpointsRouter = createRouter()
+  .openapi(createEndpoint, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    checkLiveUrl(c, body.url);
+    const now = Date.now();
+    const id = newId("webhook_endpoint", now);
+    const [[row]] = await commit(
+      c,
+      [
+        insertEndpoint(c.var.db, {
+          id,
+          workspaceId: workspace_id,
+          url: body.url,
+          events: body.events,
+          description: body.description ?? null,
+          enabled: body.enabled ?? true,
+          secret: newSecret(),
+          createdAt: now,
+          updatedAt: now,
+          deletedAt: null,
+        }),
+      ],
+      { status: 201, resource: "webhook_endpoint_with_secret", id },
+    );
+    if (row) return c.json(envelope(serializeEndpointWithSecret(row)), 201);
+    const existing = await countEndpoints(c.var.db, workspace_id);
+    throw new ApiError(
+      "webhook_endpoint_limit_reached",
+      `A workspace can have at most ${MAX_ENDPOINTS_PER_WORKSPACE} webhook endpoints (this one has ${existing}); delete one first`,
+    );
+  })
+  .openapi(listEndpoints, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const { limit, after } = c.req.valid("query");
+    const scope = `webhook_endpoints:${workspace_id}`;
+    const position = await afterPosition(c, scope, after);
+    const rows = await listEndpointsPage(c.var.db, workspace_id, position, limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeEndpoint), 200);
+  })
+  .openapi(getEndpoint, async (c) => {
+    const { workspace_id, endpoint_id } = c.req.valid("param");
+    const row = await findEndpoint(c.var.db, workspace_id, endpoint_id);
+    if (!row) throw missing(endpoint_id);
+    return c.json(envelope(serializeEndpoint(row)), 200);
+  })
+  .openapi(updateEndpoint, async (c) => {
+    const { workspace_id, endpoint_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    checkLiveUrl(c, body.url);
+    const changes: EndpointChanges = { updatedAt: Date.now() };
+    if (body.url !== undefined) changes.url = body.url;
+    if (body.events !== undefined) changes.events = body.events;
+    if (body.description !== undefined) changes.description = body.description;
+    if (body.enabled !== undefined) changes.enabled = body.enabled;
+    const [[row]] = await commit(c, [updateEndpointRow(c.var.db, workspace_id, endpoint_id, changes)], {
+      status: 200,
+      resource: "webhook_endpoint",
+      id: endpoint_id,
+    });
+    if (!row) throw missing(endpoint_id);
+    return c.json(envelope(serializeEndpoint(row)), 200);
+  })
+  .openapi(deleteEndpoint, async (c) => {
+    const { workspace_id, endpoint_id } = c.req.valid("param");
+    const [[row]] = await commit(c, [deleteEndpointRow(c.var.db, workspace_id, endpoint_id, Date.now())], {
+      status: 200,
+      resource: "deleted_webhook_endpoint",
+      id: endpoint_id,
+    });
+    if (!row) throw missing(endpoint_id);
+    return c.json(envelope(serializeDeletedEndpoint(row)), 200);
+  })
+  .openapi(rotateSecret, async (c) => {
+    const { workspace_id, endpoint_id } = c.req.valid("param");
+    const [[row]] = await commit(
+      c,
+      [updateEndpointRow(c.var.db, workspace_id, endpoint_id, { secret: newSecret(), updatedAt: Date.now() })],
+      { status: 200, resource: "webhook_endpoint_with_secret", id: endpoint_id },
+    );
+    if (!row) throw missing(endpoint_id);
+    return c.json(envelope(serializeEndpointWithSecret(row)), 200);
+  })
+  .openapi(testEndpoint, async (c) => {
+    const { workspace_id, endpoint_id } = c.req.valid("param");
+    const now = Date.now();
+    const ids = { workspaceId: workspace_id, endpointId: endpoint_id, eventId: newId("event", now), attemptId: newId("webhook_attempt", now) };
+    const [, [attempt]] = await commit(c, testEndpointStatements(c.var.db, ids, now), {
+      status: 202,
+      resource: "webhook_attempt",
+      id: ids.attemptId,
+    });
+    if (!attempt) throw missing(endpoint_id);
+    // At once, beside the answer: the attempt's first try, with the retries of any other.
+    c.executionCtx.waitUntil(
+      deliverTry(c.env, attempt.id, 0).catch((err: unknown) => {
+        console.error(JSON.stringify({ level: "error", event: "webhook_test_failed", attempt_id: attempt.id, error: String(err) }));
+      }),
+    );
+    return c.json(envelope(serializeAttempt(attempt)), 202);
+  })
+  .openapi(listAttempts, async (c) => {
+    const { workspace_id, endpoint_id } = c.req.valid("param");
+    const { limit, after } = c.req.valid("query");
+    if (!(await findEndpoint(c.var.db, workspace_id, endpoint_id))) throw missing(endpoint_id);
+    const scope = `webhook_attempts:${endpoint_id}`;
+    const position = await afterPosition(c, scope, after);
+    const rows = await listAttemptsPage(c.var.db, endpoint_id, position, limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeAttempt), 200);
+  });

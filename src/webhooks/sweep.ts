@@ -1,0 +1,21 @@
+import { findStalledAttempts, findUndispatchedEvents } from "./attempts.repository";
+import type { WebhookMessage } from "./messages";
+
+const MINUTE = 60_000;
+
+/**
+ * The cron's part for webhooks: events whose dispatch was never enqueued (a crash between a write's
+ * commit and its enqueue) a minute after their write, and pending attempts whose next try is five
+ * minutes overdue (its message was lost). Both messages are safe to receive twice.
+ */
+export const sweepWebhooks = async (env: Env, now: number): Promise<void> => {
+  const [events, stalled] = await Promise.all([
+    findUndispatchedEvents(env.DB, now - MINUTE, 100),
+    findStalledAttempts(env.DB, now - 5 * MINUTE, 100),
+  ]);
+  const requests: MessageSendRequest<WebhookMessage>[] = [
+    ...events.map((id) => ({ body: { type: "dispatch", event_id: id } as const })),
+    ...stalled.map((a) => ({ body: { type: "deliver", attempt_id: a.id, try: a.attempts } as const })),
+  ];
+  for (let i = 0; i < requests.length; i += 100) await env.WEBHOOK_QUEUE.sendBatch(requests.slice(i, i + 100));
+};

@@ -1,0 +1,89 @@
+// Where webhook endpoints may point. Workers cannot resolve DNS, so the live-mode rule is a check of
+// literal addresses: a public name that resolves to a private address is not caught here.
+
+export const URL_MAX_LENGTH = 2048;
+
+const DEVELOPMENT_HOSTS = new Set(["localhost", "127.0.0.1"]);
+
+/** The static rules (any mode): a problem to report, or undefined. */
+export const endpointUrlProblem = (value: string): string | undefined => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "must be an absolute URL";
+  }
+  if (url.username || url.password) return "must not contain a user name or password";
+  if (url.protocol === "https:") return undefined;
+  if (url.protocol === "http:" && DEVELOPMENT_HOSTS.has(url.hostname)) return undefined;
+  return "must use https (http only for localhost and 127.0.0.1, in development)";
+};
+
+/** Live mode only: hosts that name this machine or a private network. */
+export const liveUrlProblem = (value: string): string | undefined => {
+  const host = new URL(value).hostname;
+  if (host === "localhost" || host.endsWith(".localhost")) return "must not point to localhost with a live credential";
+  const v4 = parseIpv4(host);
+  if (v4 && isNonPublicIpv4(v4)) return `must not point to a private, loopback or link-local address (${host}) with a live credential`;
+  if (host.startsWith("[")) {
+    const v6 = parseIpv6(host.slice(1, -1));
+    if (!v6 || isNonPublicIpv6(v6)) return `must not point to a private, loopback or link-local address (${host}) with a live credential`;
+  }
+  return undefined;
+};
+
+// The URL parser has already normalised IPv4 literals (0x7f.1, 2130706433 → 127.0.0.1).
+const parseIpv4 = (host: string): number[] | undefined => {
+  const parts = host.split(".");
+  if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p))) return undefined;
+  const bytes = parts.map(Number);
+  return bytes.every((b) => b <= 255) ? bytes : undefined;
+};
+
+const isNonPublicIpv4 = ([a = 0, b = 0]: number[]) =>
+  a === 0 || // "this" network
+  a === 10 || // private
+  a === 127 || // loopback
+  (a === 100 && b >= 64 && b <= 127) || // carrier-grade NAT
+  (a === 169 && b === 254) || // link-local (cloud metadata lives here)
+  (a === 172 && b >= 16 && b <= 31) || // private
+  (a === 192 && b === 168) || // private
+  (a === 192 && b === 0) || // IETF protocol assignments
+  (a === 198 && (b === 18 || b === 19)) || // benchmarking
+  a >= 224; // multicast, reserved, broadcast
+
+/** Eight 16-bit groups, or undefined. */
+const parseIpv6 = (text: string): number[] | undefined => {
+  let head = text;
+  let tail: number[] = [];
+  // An embedded IPv4 tail (the URL parser rewrites it to hex, but be safe).
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(head);
+  if (v4?.[1]) {
+    const bytes = parseIpv4(v4[1]);
+    if (!bytes) return undefined;
+    tail = [((bytes[0] ?? 0) << 8) | (bytes[1] ?? 0), ((bytes[2] ?? 0) << 8) | (bytes[3] ?? 0)];
+    head = head.slice(0, -v4[1].length).replace(/:$/, "") || "";
+    if (head.endsWith(":")) head += ":";
+  }
+  const halves = head.split("::");
+  if (halves.length > 2) return undefined;
+  const groups = (part: string | undefined) => (part ? part.split(":").map((g) => parseInt(g, 16)) : []);
+  const left = groups(halves[0]);
+  const right = [...groups(halves[1]), ...tail];
+  const missing = 8 - left.length - right.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 0) return undefined;
+  const all = [...left, ...new Array<number>(Math.max(0, missing)).fill(0), ...right];
+  return all.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? all : undefined;
+};
+
+const isNonPublicIpv6 = (g: number[]) => {
+  const [g0 = 0, , , , , g5 = 0, g6 = 0, g7 = 0] = g;
+  const zeroPrefix = g.slice(0, 5).every((x) => x === 0);
+  if (zeroPrefix && g5 === 0 && g6 === 0 && g7 <= 1) return true; // :: and ::1
+  if (zeroPrefix && g5 === 0xffff) return isNonPublicIpv4([g6 >> 8, g6 & 0xff, g7 >> 8, g7 & 0xff]); // IPv4-mapped
+  return (
+    (g0 & 0xfe00) === 0xfc00 || // unique local fc00::/7
+    (g0 & 0xffc0) === 0xfe80 || // link-local fe80::/10
+    (g0 & 0xff00) === 0xff00 // multicast
+  );
+};

@@ -1,0 +1,216 @@
+import { env } from "cloudflare:workers";
+import { Webhook } from "standardwebhooks";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { sql } from "drizzle-orm";
+import { dispatchWritten, eventStatements } from "../src/events/outbox";
+import { call, createCredential, tenant } from "./helpers";
+import { CapturedQueue } from "./send.fixtures";
+import { createCampaign, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
+import { createEndpoint, receiver } from "./webhooks.fixtures";
+
+// The event log and the outbox: every change the contract lists writes exactly one event in its own
+// batch, nothing else does, and the events reach a receiver signed.
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+type EventRow = { id: string; type: string; resource_id: string };
+
+const storedEvents = async (workspaceId: string) =>
+  (await env.DB.prepare("SELECT id, type, resource_id FROM events WHERE workspace_id = ? ORDER BY id").bind(workspaceId).all<EventRow>())
+    .results;
+
+const createSubscriber = async (t: Tenant, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+  t.call("POST", `${t.ws}/subscribers`, { body: { email: "ada@example.com", name: "Ada", ...body }, headers });
+
+describe("GET /events", () => {
+  it("lists newest first with the resource as the API shows it, filters by type, pages, and reads one", async () => {
+    const t = await tenant();
+    const ada = (await createSubscriber(t)).body.data;
+    await createSubscriber(t, { email: "grace@example.com" });
+    const patched = await t.call("PATCH", `${t.ws}/subscribers/${ada.id}`, { body: { name: "Ada L." } });
+    expect(patched.status).toBe(200);
+
+    const all = await t.call("GET", `${t.ws}/events`);
+    expect(all.status, all.text).toBe(200);
+    expect(all.body.data.map((e: { type: string }) => e.type)).toEqual(["subscriber.updated", "subscriber.created", "subscriber.created"]);
+    const [latest] = all.body.data;
+    expect(latest).toMatchObject({ object: "event", type: "subscriber.updated", data: { object: patched.body.data } });
+    expect(latest.id).toMatch(/^evt_/);
+
+    const created = await t.call("GET", `${t.ws}/events?type=subscriber.created&limit=1`);
+    expect(created.body.data).toHaveLength(1);
+    expect(created.body.data[0].data.object.email).toBe("grace@example.com");
+    expect(created.body.pagination.has_more).toBe(true);
+    const next = await t.call("GET", `${t.ws}/events?type=subscriber.created&limit=1&after=${created.body.pagination.next_cursor}`);
+    expect(next.body.data[0].data.object).toEqual(ada);
+
+    const one = await t.call("GET", `${t.ws}/events/${latest.id}`);
+    expect(one.status).toBe(200);
+    expect(one.body.data).toEqual(latest);
+    expect((await t.call("GET", `${t.ws}/events?type=subscriber.exploded`)).status).toBe(400);
+    expect((await t.call("GET", `${t.ws}/events/evt_01JD6Q3Z6W9X8B4N2M5K7P1R3T`)).status).toBe(404);
+    const other = await tenant("Other");
+    expect((await other.call("GET", `${other.ws}/events/${latest.id}`)).status).toBe(404);
+  });
+
+  it("needs webhooks:read", async () => {
+    const t = await tenant();
+    const limited = await createCredential([t.workspace.id], { scopes: ["subscribers:read"] });
+    const res = await call("GET", `${t.ws}/events`, { token: limited.token });
+    expect(res.status).toBe(403);
+  });
+});
+
+describe("the outbox", () => {
+  it("writes exactly one event per applied write, and none for a write that did not apply", async () => {
+    const t = await tenant();
+    const ada = (await createSubscriber(t)).body.data;
+    expect((await storedEvents(t.workspace.id)).map((e) => e.type)).toEqual(["subscriber.created"]);
+
+    // Refused writes: a taken email, a missing subscriber, invalid input.
+    expect((await createSubscriber(t)).status).toBe(409);
+    expect((await t.call("PATCH", `${t.ws}/subscribers/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`, { body: { name: "X" } })).status).toBe(404);
+    expect((await createSubscriber(t, { email: "not an email" })).status).toBe(400);
+    await createSubscriber(t, { email: "grace@example.com" });
+    const grace = (await storedEvents(t.workspace.id)).at(-1)!;
+    expect((await t.call("PATCH", `${t.ws}/subscribers/${ada.id}`, { body: { email: "grace@example.com" } })).status).toBe(409);
+    expect((await storedEvents(t.workspace.id)).map((e) => e.type)).toEqual(["subscriber.created", "subscriber.created"]);
+
+    // Unsubscribing through the API is an update and an unsubscribe; doing it again is only an update.
+    await t.call("PATCH", `${t.ws}/subscribers/${ada.id}`, { body: { status: "unsubscribed" } });
+    await t.call("PATCH", `${t.ws}/subscribers/${ada.id}`, { body: { status: "unsubscribed" } });
+    const types = (await storedEvents(t.workspace.id)).map((e) => e.type);
+    expect(types.slice(2).sort()).toEqual(["subscriber.unsubscribed", "subscriber.updated", "subscriber.updated"]);
+    expect(grace.resource_id).not.toBe(ada.id);
+  });
+
+  it("a replayed Idempotency-Key request writes no second event", async () => {
+    const t = await tenant();
+    const headers = { "Idempotency-Key": "create-ada-0001" };
+    const first = await createSubscriber(t, {}, headers);
+    const again = await createSubscriber(t, {}, headers);
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await storedEvents(t.workspace.id)).toHaveLength(1);
+
+    const patchHeaders = { "Idempotency-Key": "patch-ada-0001" };
+    const id = first.body.data.id;
+    await t.call("PATCH", `${t.ws}/subscribers/${id}`, { body: { status: "unsubscribed" }, headers: patchHeaders });
+    await t.call("PATCH", `${t.ws}/subscribers/${id}`, { body: { status: "unsubscribed" }, headers: patchHeaders });
+    expect((await storedEvents(t.workspace.id)).map((e) => e.type).sort()).toEqual([
+      "subscriber.created",
+      "subscriber.unsubscribed",
+      "subscriber.updated",
+    ]);
+  });
+
+  it("a send writes campaign.sending and campaign.sent; a second send of the same campaign writes none", async () => {
+    const t = await tenant();
+    await createSubscriber(t);
+    const campaign = await createCampaign(t);
+    await waitForOperation(t, (await sendCampaign(t, campaign.id)).id);
+    expect((await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`, {})).status).toBe(409);
+    const types = (await storedEvents(t.workspace.id)).map((e) => e.type);
+    expect(types).toEqual(["subscriber.created", "campaign.sending", "campaign.sent"]);
+    const [sent] = (await t.call("GET", `${t.ws}/events?type=campaign.sent`)).body.data;
+    expect(sent.data.object).toMatchObject({ id: campaign.id, object: "campaign", status: "sent" });
+  });
+});
+
+describe("eventStatements, for any raw D1 batch", () => {
+  const markBounced = (id: string) =>
+    env.DB.prepare("UPDATE subscribers SET status = 'bounced', updated_at = ?2 WHERE id = ?1 AND status <> 'bounced'").bind(id, Date.now());
+
+  it("writes each event iff the statement before it changed a row and its onlyIf holds; dispatchWritten enqueues those", async () => {
+    const t = await tenant();
+    const ada = (await createSubscriber(t)).body.data;
+    const now = Date.now();
+    const run = async () => {
+      const statements = [
+        markBounced(ada.id),
+        ...eventStatements(
+          env.DB,
+          [
+            { type: "subscriber.bounced", resource: "subscriber", id: ada.id },
+            { type: "subscriber.updated", resource: "subscriber", id: ada.id },
+            { type: "subscriber.unsubscribed", resource: "subscriber", id: ada.id, onlyIf: sql`status = 'unsubscribed'` },
+          ],
+          now,
+        ),
+      ];
+      const results = await env.DB.batch(statements);
+      const queue = new CapturedQueue();
+      await dispatchWritten(queue.asBinding(), statements, results);
+      return queue.messages.map((m) => (m.body as { event_id: string }).event_id);
+    };
+    const dispatched = await run();
+    const events = (await storedEvents(t.workspace.id)).filter((e) => e.type !== "subscriber.created");
+    expect(events.map((e) => e.type).sort()).toEqual(["subscriber.bounced", "subscriber.updated"]);
+    expect(dispatched.sort()).toEqual(events.map((e) => e.id).sort());
+    // Already bounced: the change does not apply again, so no event either.
+    expect(await run()).toEqual([]);
+    expect(await storedEvents(t.workspace.id)).toHaveLength(3);
+    // The marks live only inside the batch.
+    expect((await env.DB.prepare("SELECT count(*) AS n FROM write_marks").first<{ n: number }>())!.n).toBe(0);
+  });
+
+  it("carries a delivery as the API shows it (what the provider webhooks write)", async () => {
+    const t = await tenant();
+    await createSubscriber(t);
+    const campaign = await createCampaign(t);
+    await waitForOperation(t, (await sendCampaign(t, campaign.id)).id);
+    const [delivery] = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries`)).body.data;
+    const statements = [
+      env.DB.prepare("UPDATE deliveries SET updated_at = ?2 WHERE id = ?1").bind(delivery.id, Date.now()),
+      ...eventStatements(env.DB, [{ type: "delivery.bounced", resource: "delivery", id: delivery.id }], Date.now()),
+    ];
+    await env.DB.batch(statements);
+    const [event] = (await t.call("GET", `${t.ws}/events?type=delivery.bounced`)).body.data;
+    expect(event.data.object).toEqual({ ...delivery, updated_at: expect.any(String) });
+  });
+
+  it("a batch that fails after its event leaves neither the change nor the event", async () => {
+    const t = await tenant();
+    const ada = (await createSubscriber(t)).body.data;
+    const failing = env.DB.prepare("INSERT INTO subscribers (id) VALUES (NULL)");
+    await expect(
+      env.DB.batch([
+        markBounced(ada.id),
+        ...eventStatements(env.DB, [{ type: "subscriber.bounced", resource: "subscriber", id: ada.id }], Date.now()),
+        failing,
+      ]),
+    ).rejects.toThrow();
+    expect((await storedEvents(t.workspace.id)).map((e) => e.type)).toEqual(["subscriber.created"]);
+    expect((await t.call("GET", `${t.ws}/subscribers/${ada.id}`)).body.data.status).toBe("active");
+  });
+});
+
+describe("end to end", () => {
+  it("a real send reaches a receiver as signed campaign.sending and campaign.sent", async () => {
+    const { received } = receiver();
+    const t = await tenant();
+    const endpoint = await createEndpoint(t, { events: ["campaign.sending", "campaign.sent"] });
+    await createSubscriber(t);
+    const campaign = await createCampaign(t);
+    const operation = await sendCampaign(t, campaign.id);
+    expect((await waitForOperation(t, operation.id)).status).toBe("succeeded");
+    const deadline = Date.now() + 10_000;
+    while (received.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    const payloads = received.map(
+      (req) => new Webhook(endpoint.secret).verify(req.body, req.headers) as { type: string; data: { object: { id: string; status: string } } },
+    );
+    expect(payloads.map((p) => p.type).sort()).toEqual(["campaign.sending", "campaign.sent"]);
+    for (const p of payloads) expect(p.data.object.id).toBe(campaign.id);
+    expect(payloads.find((p) => p.type === "campaign.sent")!.data.object.status).toBe("sent");
+    // The subscriber's event was not subscribed to: not delivered.
+    expect(new Set(received.map((r) => r.headers["webhook-id"])).size).toBe(2);
+    const events = (await t.call("GET", `${t.ws}/events`)).body.data as { id: string; type: string }[];
+    expect(received.map((r) => r.headers["webhook-id"]).sort()).toEqual(
+      events.filter((e) => e.type.startsWith("campaign.")).map((e) => e.id).sort(),
+    );
+  });
+});

@@ -1,0 +1,209 @@
+import { env } from "cloudflare:workers";
+import { Webhook } from "standardwebhooks";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { RETRY_DELAYS_SECONDS } from "../src/webhooks/messages";
+import { sweepWebhooks } from "../src/webhooks/sweep";
+import { tenant } from "./helpers";
+import { attemptRow, CapturedQueue, consume, createEndpoint, RECEIVER, receiver, seedEvent } from "./webhooks.fixtures";
+
+// Delivery, driven through the consumer with fake messages and a captured queue: signing, the retry
+// schedule, redirects, huge and slow answers, stopped endpoints, fan-out per type; and the sweeper.
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("delivery", () => {
+  it("signs per Standard Webhooks: the library's own verifier accepts it, a wrong secret does not", async () => {
+    const { received } = receiver();
+    const t = await tenant();
+    const endpoint = await createEndpoint(t);
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    await consume(queue, [{ type: "dispatch", event_id: eventId }]);
+    expect(queue.messages.map((m) => m.body)).toEqual([{ type: "deliver", attempt_id: expect.stringMatching(/^wa_/), try: 0 }]);
+    await consume(queue, [queue.messages[0]!.body]);
+    expect(received).toHaveLength(1);
+    const req = received[0]!;
+    expect(req.headers["content-type"]).toBe("application/json");
+    expect(req.headers["webhook-id"]).toBe(eventId);
+    expect(Number(req.headers["webhook-timestamp"])).toBeCloseTo(Date.now() / 1000, -1);
+    const payload = new Webhook(endpoint.secret).verify(req.body, req.headers) as { type: string; timestamp: string; data: unknown };
+    expect(payload.type).toBe("subscriber.created");
+    expect(typeof payload.timestamp).toBe("string");
+    const other = `whsec_${btoa("x".repeat(32))}`;
+    expect(() => new Webhook(other).verify(req.body, req.headers)).toThrow();
+    expect(() => new Webhook(endpoint.secret).verify(req.body.replace("subscriber", "campaign"), req.headers)).toThrow();
+  });
+
+  it("retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, then the attempt is failed", async () => {
+    const { received } = receiver(() => new Response("down for maintenance", { status: 503 }));
+    const t = await tenant();
+    const endpoint = await createEndpoint(t);
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    await consume(queue, [{ type: "dispatch", event_id: eventId }]);
+    const delays: (number | undefined)[] = [];
+    for (let i = 0; i < 8; i++) {
+      const next = queue.messages.at(-1)!;
+      if (i > 0) delays.push(next.delaySeconds);
+      const count = queue.messages.length;
+      await consume(queue, [next.body]);
+      if (i < 7) expect(queue.messages.length).toBe(count + 1);
+      else expect(queue.messages.length).toBe(count);
+    }
+    expect(delays).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000]);
+    expect(delays).toEqual([...RETRY_DELAYS_SECONDS]);
+    expect(delays.every((d) => d! <= 12 * 3600)).toBe(true);
+    expect(delays.reduce((a, b) => a! + b!, 0)).toBeGreaterThanOrEqual(24 * 3600);
+    expect(received).toHaveLength(8);
+    const attempts = (await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}/attempts`)).body.data;
+    expect(attempts[0]).toMatchObject({
+      status: "failed",
+      attempts: 8,
+      last_status_code: 503,
+      last_error: "HTTP 503: down for maintenance",
+      next_attempt_at: null,
+    });
+    // A duplicate of a try already made does nothing.
+    await consume(queue, [queue.messages.at(-1)!.body]);
+    expect(received).toHaveLength(8);
+  });
+
+  it("a redirect is a failure and is not followed; a huge body is not read", async () => {
+    let pulled = 0;
+    const { received } = receiver((req) =>
+      req.url.endsWith("/redirect")
+        ? new Response(null, { status: 301, headers: { location: "https://elsewhere.example.test/" } })
+        : new Response(
+            new ReadableStream({
+              pull(controller) {
+                pulled++;
+                controller.enqueue(new Uint8Array(64 * 1024).fill(65));
+              },
+            }),
+            { status: 500 },
+          ),
+    );
+    const t = await tenant();
+    const redirecting = await createEndpoint(t, { url: `${RECEIVER}/redirect` });
+    const huge = await createEndpoint(t, { url: `${RECEIVER}/huge` });
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    await consume(queue, [{ type: "dispatch", event_id: eventId }]);
+    await consume(queue, queue.messages.map((m) => m.body));
+    expect(received.map((r) => r.url).sort()).toEqual([`${RECEIVER}/huge`, `${RECEIVER}/redirect`]);
+    const [a] = (await t.call("GET", `${t.ws}/webhook_endpoints/${redirecting.id}/attempts`)).body.data;
+    expect(a).toMatchObject({ status: "pending", attempts: 1, last_status_code: 301 });
+    expect(a.last_error).toContain("redirects are not followed");
+    const [b] = (await t.call("GET", `${t.ws}/webhook_endpoints/${huge.id}/attempts`)).body.data;
+    expect(b).toMatchObject({ status: "pending", attempts: 1, last_status_code: 500 });
+    expect(b.last_error.length).toBeLessThanOrEqual(500);
+    // 10 MB would be 160 chunks: only the first few hundred bytes were read.
+    expect(pulled).toBeLessThanOrEqual(3);
+  });
+
+  it("a slow endpoint times out after 10 s without holding up another endpoint's delivery", async () => {
+    const finished: Record<string, number> = {};
+    const started = Date.now();
+    receiver((req, signal) => {
+      if (req.url.endsWith("/fast")) {
+        finished.fast = Date.now() - started;
+        return new Response(null, { status: 200 });
+      }
+      // Never answers: only the try's own timeout ends it.
+      return new Promise<Response>((_, reject) => signal?.addEventListener("abort", () => reject(signal.reason)));
+    });
+    const t = await tenant();
+    const slow = await createEndpoint(t, { url: `${RECEIVER}/slow` });
+    const fast = await createEndpoint(t, { url: `${RECEIVER}/fast` });
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    await consume(queue, [{ type: "dispatch", event_id: eventId }]);
+    await consume(queue, queue.messages.map((m) => m.body));
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(9_500);
+    expect(finished.fast).toBeLessThan(2_000);
+    const [s] = (await t.call("GET", `${t.ws}/webhook_endpoints/${slow.id}/attempts`)).body.data;
+    expect(s).toMatchObject({ status: "pending", attempts: 1, last_status_code: null, last_error: "no answer within 10 s" });
+    const [f] = (await t.call("GET", `${t.ws}/webhook_endpoints/${fast.id}/attempts`)).body.data;
+    expect(f).toMatchObject({ status: "succeeded", attempts: 1 });
+  }, 20_000);
+
+  it("a disabled or deleted endpoint receives nothing more: its pending retries end failed", async () => {
+    const { received } = receiver(() => new Response(null, { status: 500 }));
+    const t = await tenant();
+    const disabled = await createEndpoint(t, { url: `${RECEIVER}/a` });
+    const deleted = await createEndpoint(t, { url: `${RECEIVER}/b` });
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    await consume(queue, [{ type: "dispatch", event_id: eventId }]);
+    await consume(queue, queue.messages.map((m) => m.body));
+    expect(received).toHaveLength(2);
+    const retries = queue.messages.slice(2).map((m) => m.body);
+    expect(retries).toHaveLength(2);
+    await t.call("PATCH", `${t.ws}/webhook_endpoints/${disabled.id}`, { body: { enabled: false } });
+    await t.call("DELETE", `${t.ws}/webhook_endpoints/${deleted.id}`);
+    await consume(queue, retries);
+    expect(received).toHaveLength(2);
+    const [a] = (await t.call("GET", `${t.ws}/webhook_endpoints/${disabled.id}/attempts`)).body.data;
+    expect(a).toMatchObject({ status: "failed", attempts: 1 });
+    expect(a.last_error).toContain("disabled");
+    // A later event creates no attempt for either.
+    const later = await seedEvent(t.workspace.id);
+    const before = queue.messages.length;
+    await consume(queue, [{ type: "dispatch", event_id: later }]);
+    expect(queue.messages.length).toBe(before);
+  });
+
+  it("an event goes only to endpoints that list its type (or *), once per endpoint even when dispatched twice", async () => {
+    receiver();
+    const t = await tenant();
+    await createEndpoint(t, { url: `${RECEIVER}/all` });
+    await createEndpoint(t, { url: `${RECEIVER}/subs`, events: ["subscriber.created"] });
+    await createEndpoint(t, { url: `${RECEIVER}/camps`, events: ["campaign.sent"] });
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    await consume(queue, [{ type: "dispatch", event_id: eventId }, { type: "dispatch", event_id: eventId }]);
+    await consume(queue, [{ type: "dispatch", event_id: eventId }]);
+    expect(queue.messages).toHaveLength(2);
+  });
+});
+
+describe("the sweeper", () => {
+  it("dispatches events whose enqueue was lost, a minute after their write, bounded per run", async () => {
+    const t = await tenant();
+    const now = Date.now();
+    const old = await seedEvent(t.workspace.id, { createdAt: now - 2 * 60_000 });
+    await seedEvent(t.workspace.id, { createdAt: now - 1_000 });
+    for (let i = 0; i < 120; i++) await seedEvent(t.workspace.id, { createdAt: now - 3 * 60_000 + i });
+    const queue = new CapturedQueue();
+    await sweepWebhooks({ ...env, WEBHOOK_QUEUE: queue.asBinding() }, now);
+    const dispatched = queue.messages.map((m) => (m.body as { event_id: string }).event_id);
+    expect(dispatched).toHaveLength(100);
+    // Oldest first; the recent one (its own enqueue may still be under way) is left alone.
+    expect(dispatched).not.toContain(old);
+    // Once dispatched (attempts created), the sweeper no longer sees them.
+    await consume(queue, queue.messages.map((m) => m.body));
+    const again = new CapturedQueue();
+    await sweepWebhooks({ ...env, WEBHOOK_QUEUE: again.asBinding() }, now);
+    const second = again.messages.map((m) => (m.body as { event_id: string }).event_id);
+    expect(second).toHaveLength(21);
+    expect(second).toContain(old);
+  });
+
+  it("re-sends a pending attempt whose next try is long overdue (its message was lost)", async () => {
+    receiver(() => new Response(null, { status: 500 }));
+    const t = await tenant();
+    await createEndpoint(t);
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    await consume(queue, [{ type: "dispatch", event_id: eventId }]);
+    const first = queue.messages[0]!.body as { attempt_id: string };
+    await consume(queue, [first]);
+    const row = await attemptRow(first.attempt_id);
+    const swept = new CapturedQueue();
+    await sweepWebhooks({ ...env, WEBHOOK_QUEUE: swept.asBinding() }, row!.next_attempt_at! + 6 * 60_000);
+    expect(swept.messages.map((m) => m.body)).toEqual([{ type: "deliver", attempt_id: first.attempt_id, try: 1 }]);
+  });
+});

@@ -1,0 +1,157 @@
+import { Webhook } from "standardwebhooks";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createCredential, tenant } from "./helpers";
+import { attemptRow, createEndpoint, RECEIVER, receiver } from "./webhooks.fixtures";
+
+// Webhook endpoints: the resource, its rules and its test send (delivery: webhooks.delivery.test.ts).
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const until = async (check: () => boolean | Promise<boolean>, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+};
+
+describe("webhook endpoints", () => {
+  it("creates, lists, reads, updates, rotates and deletes; the secret shows only on create and rotate", async () => {
+    const t = await tenant();
+    const created = await t.call("POST", `${t.ws}/webhook_endpoints`, {
+      body: { url: RECEIVER, events: ["subscriber.unsubscribed", "campaign.sent"], description: "CRM sync" },
+    });
+    expect(created.status, created.text).toBe(201);
+    const endpoint = created.body.data;
+    expect(endpoint).toMatchObject({
+      object: "webhook_endpoint",
+      url: RECEIVER,
+      events: ["subscriber.unsubscribed", "campaign.sent"],
+      description: "CRM sync",
+      enabled: true,
+    });
+    expect(endpoint.id).toMatch(/^we_/);
+    expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(atob(endpoint.secret.slice(6))).toHaveLength(32);
+
+    const list = await t.call("GET", `${t.ws}/webhook_endpoints`);
+    expect(list.status).toBe(200);
+    expect(list.body.data.map((e: { id: string }) => e.id)).toEqual([endpoint.id]);
+    expect(list.body.data[0].secret).toBeUndefined();
+    const one = await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}`);
+    expect(one.body.data.secret).toBeUndefined();
+
+    const patched = await t.call("PATCH", `${t.ws}/webhook_endpoints/${endpoint.id}`, { body: { enabled: false, events: ["*"] } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.data).toMatchObject({ enabled: false, events: ["*"], description: "CRM sync" });
+
+    const rotated = await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/rotate_secret`);
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.body.data.secret).toMatch(/^whsec_/);
+    expect(rotated.body.data.secret).not.toBe(endpoint.secret);
+
+    const deleted = await t.call("DELETE", `${t.ws}/webhook_endpoints/${endpoint.id}`);
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(deleted.body.data).toEqual({ id: endpoint.id, object: "webhook_endpoint", deleted: true });
+    expect((await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}`)).status).toBe(404);
+    expect((await t.call("DELETE", `${t.ws}/webhook_endpoints/${endpoint.id}`)).status).toBe(404);
+    expect((await t.call("GET", `${t.ws}/webhook_endpoints`)).body.data).toEqual([]);
+  });
+
+  it("rejects non-https URLs and unknown event types, naming the field", async () => {
+    const t = await tenant();
+    const bad = async (body: Record<string, unknown>, param: string) => {
+      const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: RECEIVER, events: ["*"], ...body } });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.error.code).toBe("validation_failed");
+      expect(res.body.error.param).toBe(param);
+    };
+    await bad({ url: "http://example.com/hook" }, "url");
+    await bad({ url: "ftp://example.com/hook" }, "url");
+    await bad({ url: "not a url" }, "url");
+    await bad({ url: "https://user:pw@example.com/hook" }, "url");
+    await bad({ events: ["subscriber.created", "subscriber.exploded"] }, "events[1]");
+    await bad({ events: [] }, "events");
+    // Development receivers on this machine are fine with a test credential.
+    for (const url of ["http://localhost:8787/hook", "http://127.0.0.1:9000/hook"]) {
+      const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
+      expect(res.status, res.text).toBe(201);
+    }
+  });
+
+  it("with a live credential, rejects loopback, private, link-local and unique-local addresses", async () => {
+    const t = await tenant("Live", "live");
+    for (const url of [
+      "http://localhost/hook",
+      "http://127.0.0.1/hook",
+      "https://localhost/hook",
+      "https://api.localhost/hook",
+      "https://10.1.2.3/hook",
+      "https://172.16.0.1/hook",
+      "https://192.168.1.1/hook",
+      "https://169.254.169.254/latest",
+      "https://0x7f.1/hook",
+      "https://[::1]/hook",
+      "https://[fe80::1]/hook",
+      "https://[fd12:3456::1]/hook",
+      "https://[::ffff:10.0.0.1]/hook",
+    ]) {
+      const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
+      expect(res.status, `${url}: ${res.text}`).toBe(400);
+      expect(res.body.error.param).toBe("url");
+    }
+    const ok = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: "https://93.184.216.34/hook", events: ["*"] } });
+    expect(ok.status, ok.text).toBe(201);
+    const patch = await t.call("PATCH", `${t.ws}/webhook_endpoints/${ok.body.data.id}`, { body: { url: "https://[::1]/x" } });
+    expect(patch.status).toBe(400);
+    expect(patch.body.error.param).toBe("url");
+  });
+
+  it("allows 20 endpoints per workspace; the 21st is a 409 webhook_endpoint_limit_reached", async () => {
+    const t = await tenant();
+    for (let i = 0; i < 20; i++) await createEndpoint(t, { url: `${RECEIVER}/${i}` });
+    const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: RECEIVER, events: ["*"] } });
+    expect(res.status, res.text).toBe(409);
+    expect(res.body.error.code).toBe("webhook_endpoint_limit_reached");
+    // A deleted endpoint frees its place.
+    const first = (await t.call("GET", `${t.ws}/webhook_endpoints?limit=1`)).body.data[0];
+    expect((await t.call("DELETE", `${t.ws}/webhook_endpoints/${first.id}`)).status).toBe(200);
+    await createEndpoint(t);
+  });
+
+  it("needs webhooks:read to read and webhooks:write to change; another workspace's endpoint is a 404", async () => {
+    const t = await tenant();
+    const endpoint = await createEndpoint(t);
+    const reader = await createCredential([t.workspace.id], { scopes: ["webhooks:read"] });
+    const asReader = { token: reader.token };
+    const { call } = await import("./helpers");
+    expect((await call("GET", `${t.ws}/webhook_endpoints`, asReader)).status).toBe(200);
+    const denied = await call("POST", `${t.ws}/webhook_endpoints`, { ...asReader, body: { url: RECEIVER, events: ["*"] } });
+    expect(denied.status).toBe(403);
+    const other = await tenant("Other");
+    expect((await other.call("GET", `${other.ws}/webhook_endpoints/${endpoint.id}`)).status).toBe(404);
+  });
+
+  it("POST /test sends a signed webhook.test at once and lists the attempt", async () => {
+    const { received } = receiver();
+    const t = await tenant();
+    const endpoint = await createEndpoint(t, { events: ["campaign.sent"] });
+    const res = await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/test`);
+    expect(res.status, res.text).toBe(202);
+    expect(res.body.data).toMatchObject({ object: "webhook_attempt", status: "pending", attempts: 0 });
+    await until(() => received.length === 1);
+    const [req] = received;
+    const payload = new Webhook(endpoint.secret).verify(req!.body, req!.headers) as { type: string; data: { object: { id: string } } };
+    expect(payload.type).toBe("webhook.test");
+    expect(payload.data.object.id).toBe(endpoint.id);
+    expect(req!.headers["webhook-id"]).toBe(res.body.data.event_id);
+    await until(async () => (await attemptRow(res.body.data.id))?.status === "succeeded");
+    const attempts = await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}/attempts`);
+    expect(attempts.status).toBe(200);
+    expect(attempts.body.data).toHaveLength(1);
+    expect(attempts.body.data[0]).toMatchObject({ status: "succeeded", attempts: 1, last_status_code: 204, last_error: null });
+    expect((await t.call("POST", `${t.ws}/webhook_endpoints/we_01JD6Q3Z6W9X8B4N2M5K7P1R3T/test`)).status).toBe(404);
+  });
+});
