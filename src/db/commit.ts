@@ -43,52 +43,24 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
   answer: Answer,
   options: { events?: readonly CommitEvent[] } = {},
 ): Promise<BatchResponse<T>> => {
-  if (options.events && options.events.length > 0) return commitWithEvents(c, statements, answer, options.events);
   const { db } = c.var;
   const request = c.var.idempotency;
-  if (!request) {
+  const list = options.events ?? [];
+  if (!request && list.length === 0) {
     if (statements.length === 0) return [] as unknown as BatchResponse<T>;
     return (await db.batch(statements as unknown as [BatchItem<"sqlite">])) as unknown as BatchResponse<T>;
   }
   const now = Date.now();
-  const record =
-    "resource" in answer
-      ? snapshotRecord(db, request, now, answer)
-      : renderedRecord(db, request, now, { status: answer.status, body: JSON.stringify(answer.body) } satisfies StoredResponse);
-  let results: unknown[];
-  try {
-    results = await db.batch([dropExpiredRecord(db, request, now), ...statements, record] as unknown as [BatchItem<"sqlite">]);
-  } catch (err) {
-    const existing = await findLiveRecord(db, request, Date.now());
-    if (!existing) throw err;
-    throw answeredBefore(request, existing);
-  }
-  const recorded = results.at(-1) as { meta?: { changes?: number } } | undefined;
-  if ((recorded?.meta?.changes ?? 0) > 0 || !("resource" in answer)) request.state = "committed";
-  return results.slice(1, -1) as unknown as BatchResponse<T>;
-};
-
-/**
- * `commit` for a write with events: [marks before] statements [mark, events] record [clear]. The
- * record asks the mark whether the write applied, since `changes()` then speaks of the last event.
- */
-const commitWithEvents = async <T extends BatchItem<"sqlite">[]>(
-  c: Context<AppEnv>,
-  statements: readonly [...T],
-  answer: Answer,
-  list: readonly CommitEvent[],
-): Promise<BatchResponse<T>> => {
-  const { db } = c.var;
-  const request = c.var.idempotency;
-  const now = Date.now();
-  const events = writeEvents(db, list, now);
-  const head = request ? [dropExpiredRecord(db, request, now), ...events.before] : events.before;
+  // With events: [marks before] statements [mark, events] record [clear]; the record then asks the
+  // mark whether the write applied, since `changes()` would speak of the last event.
+  const events = list.length > 0 ? writeEvents(db, list, now) : undefined;
+  const head = [...(request ? [dropExpiredRecord(db, request, now)] : []), ...(events?.before ?? [])];
   const record = !request
     ? []
     : "resource" in answer
-      ? [snapshotRecord(db, request, now, answer, events.applied)]
+      ? [snapshotRecord(db, request, now, answer, events?.applied)]
       : [renderedRecord(db, request, now, { status: answer.status, body: JSON.stringify(answer.body) } satisfies StoredResponse)];
-  const batch = [...head, ...statements, ...events.after, ...record, events.clear];
+  const batch = [...head, ...statements, ...(events?.after ?? []), ...record, ...(events ? [events.clear] : [])];
   let results: unknown[];
   try {
     results = await db.batch(batch as unknown as [BatchItem<"sqlite">]);
@@ -98,11 +70,12 @@ const commitWithEvents = async <T extends BatchItem<"sqlite">[]>(
     throw answeredBefore(request, existing);
   }
   const changed = (i: number) => ((results[i] as { meta?: { changes?: number } } | undefined)?.meta?.changes ?? 0) > 0;
-  const firstEvent = head.length + statements.length + 1;
-  const written = events.ids.filter((_, i) => changed(firstEvent + i));
-  if (request && (changed(firstEvent - 1) || !("resource" in answer))) request.state = "committed";
+  // Right after the statements: the mark (with events) or the record (without) says whether the write applied.
+  const decisive = head.length + statements.length;
+  if (request && (changed(decisive) || !("resource" in answer))) request.state = "committed";
+  const written = events?.ids.filter((_, i) => changed(decisive + 1 + i)) ?? [];
   if (written.length > 0) c.executionCtx.waitUntil(enqueueDispatch(c.env.WEBHOOK_QUEUE, written));
-  return results.slice(head.length, head.length + statements.length) as unknown as BatchResponse<T>;
+  return results.slice(head.length, decisive) as unknown as BatchResponse<T>;
 };
 
 /** The request is answered by the key's record: replayed if it is the same request, else 422. */
