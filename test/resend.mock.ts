@@ -11,11 +11,21 @@ export type Fault =
   | { kind: "status"; status: number; name: string; message?: string; retryAfter?: number }
   /** The request reaches Resend and is processed, but the answer never arrives (the client times out). */
   | { kind: "timeout" }
+  /**
+   * The request is processed, but its answer stays on the way until the client gives up on it: the
+   * call ends `timeout` when the client's own timeout fires, `abandoned` when the client aborts it.
+   */
+  | { kind: "hang" }
+  /**
+   * The request takes `ms` to answer. Meanwhile its key is in progress, and another request under
+   * it is answered 409 `concurrent_idempotent_requests`, as Resend does.
+   */
+  | { kind: "slow"; ms: number }
   /** The connection fails before Resend sees the request. */
   | { kind: "network" }
   | { kind: "reject"; indexes: number[] };
 
-export type Call = { at: number; key: string | null; url: string; auth: string | null; validation: string | null; messages: ResendMessage[]; status: number | "timeout" | "network" };
+export type Call = { at: number; key: string | null; url: string; auth: string | null; validation: string | null; messages: ResendMessage[]; status: number | "timeout" | "network" | "hanging" | "abandoned" };
 
 export const mockResend = (options: { rps?: number } = {}) => {
   const calls: Call[] = [];
@@ -23,6 +33,7 @@ export const mockResend = (options: { rps?: number } = {}) => {
   const received: (ResendMessage & { id: string })[] = [];
   const faults: Fault[] = [];
   const answered = new Map<string, { status: number; body: unknown }>();
+  const inProgress = new Set<string>();
   let nextId = 0;
 
   const answer = (status: number, body: unknown, headers: Record<string, string> = {}) =>
@@ -47,7 +58,17 @@ export const mockResend = (options: { rps?: number } = {}) => {
       call.status = 429;
       return answer(429, { name: "rate_limit_exceeded", message: "Too many requests" }, { "retry-after": "1" });
     }
+    if (call.key !== null && inProgress.has(call.key)) {
+      call.status = 409;
+      return answer(409, { name: "concurrent_idempotent_requests", message: "Same idempotency key used while original request is still in progress" });
+    }
     const fault = faults.shift() ?? { kind: "ok" };
+    if (fault.kind === "slow" && call.key !== null) {
+      const key = call.key;
+      inProgress.add(key);
+      await new Promise((resolve) => setTimeout(resolve, fault.ms));
+      inProgress.delete(key);
+    }
     if (fault.kind === "network") {
       call.status = "network";
       throw new TypeError("injected: connection reset");
@@ -75,6 +96,16 @@ export const mockResend = (options: { rps?: number } = {}) => {
     if (fault.kind === "timeout") {
       call.status = "timeout";
       throw new DOMException("The operation was aborted due to timeout", "TimeoutError");
+    }
+    if (fault.kind === "hang") {
+      call.status = "hanging";
+      const signal = init?.signal;
+      return new Promise<Response>((_, reject) => {
+        signal?.addEventListener("abort", () => {
+          call.status = signal.reason instanceof DOMException && signal.reason.name === "TimeoutError" ? "timeout" : "abandoned";
+          reject(signal.reason);
+        });
+      });
     }
     return answer(result.status, result.body);
   });

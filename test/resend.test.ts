@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { intervalMs, pauseUntil, reserveSlot } from "../src/sending/pacer";
+import { intervalMs, LEAD_MS, pauseUntil, reserveSlot } from "../src/sending/pacer";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
@@ -11,6 +11,7 @@ afterEach(() => {
 
 describe("the pacer's slot arithmetic", () => {
   it("spaces slots 1000 / rps ms apart from the first free one, and refuses a slot too far away", () => {
+    // The first slot lies LEAD_MS ahead, so the request does not leave late by the pacer's answer trip.
     let state = { next: 0 };
     const waits: number[] = [];
     for (let i = 0; i < 5; i++) {
@@ -19,12 +20,12 @@ describe("the pacer's slot arithmetic", () => {
       waits.push(r.reservation.waitMs);
       state = r.state;
     }
-    expect(waits).toEqual([0, 510, 1020, 1530, 2040]);
-    // A caller coming back after a quiet period starts at once.
-    expect(reserveSlot(state, 60_000, 2, 30_000).reservation).toEqual({ waitMs: 0, granted: true });
+    expect(waits).toEqual([0, 510, 1020, 1530, 2040].map((ms) => ms + LEAD_MS));
+    // A caller coming back after a quiet period starts as soon as the lead allows.
+    expect(reserveSlot(state, 60_000, 2, 30_000).reservation).toEqual({ at: 60_000 + LEAD_MS, waitMs: LEAD_MS, granted: true });
     // Too far ahead: nothing reserved, the state unchanged.
     const far = reserveSlot({ next: 50_000 }, 10_000, 2, 30_000);
-    expect(far.reservation).toEqual({ waitMs: 40_000, granted: false });
+    expect(far.reservation).toEqual({ at: 50_000, waitMs: 40_000, granted: false });
     expect(far.state).toEqual({ next: 50_000 });
     expect(intervalMs(3)).toBe(344);
   });

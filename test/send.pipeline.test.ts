@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE, MAX_DELIVERY_ATTEMPTS } from "../src/sending/pipeline";
-import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
+import { HEDGE_AFTER_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, type Tenant } from "./send.fixtures";
@@ -252,6 +252,84 @@ describe("crashes and redelivery", () => {
     expect(resend.calls[1]?.key).toBe(resend.calls[0]?.key);
     expect(resend.received).toHaveLength(5);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 5, failed: 0 } });
+  });
+
+  it("an answer lost on the way back costs one more request, not a timeout: a second ask under the key answers, the first is abandoned", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 5);
+    const resend = mockResend();
+    resend.inject({ kind: "hang" });
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+
+    // The first request was accepted and never answered; the second, under the same key, got its
+    // answer, and the first was given up on by the client rather than left to time out.
+    expect(resend.calls.map((c) => c.status)).toEqual(["abandoned", 200]);
+    expect(resend.calls[1]?.key).toBe(resend.calls[0]?.key);
+    expect((resend.calls[1]?.at ?? 0) - (resend.calls[0]?.at ?? 0)).toBeGreaterThanOrEqual(HEDGE_AFTER_MS - 10);
+    expect(resend.received).toHaveLength(5);
+    const byEmail = new Map(resend.received.map((r) => [r.to[0], r.id]));
+    for (const d of await allDeliveries(h.t, campaign.id)) {
+      expect(d).toMatchObject({ status: "sent", attempts: 1, provider_message_id: byEmail.get(d.email) });
+    }
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 5, failed: 0 } });
+  });
+
+  it("asks a third time when the second ask is lost too", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 5);
+    const resend = mockResend();
+    resend.inject({ kind: "hang" }, { kind: "hang" });
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+
+    expect(resend.calls.map((c) => c.status)).toEqual(["abandoned", "abandoned", 200]);
+    expect(new Set(resend.calls.map((c) => c.key)).size).toBe(1);
+    expect(resend.received).toHaveLength(5);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 5, failed: 0 } });
+  });
+
+  it("a slow answer is waited for: Resend's 409 for a key in progress stops further asks", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 5);
+    const resend = mockResend();
+    resend.inject({ kind: "slow", ms: HEDGE_AFTER_MS * 2 });
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+
+    // One ask after HEDGE_AFTER_MS met the first still in progress; none followed it, and the first
+    // request's own answer settled the batch.
+    expect(resend.calls.map((c) => c.status)).toEqual([200, 409]);
+    expect(resend.received).toHaveLength(5);
+    const byEmail = new Map(resend.received.map((r) => [r.to[0], r.id]));
+    for (const d of await allDeliveries(h.t, campaign.id)) {
+      expect(d).toMatchObject({ status: "sent", attempts: 1, provider_message_id: byEmail.get(d.email) });
+    }
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 5, failed: 0 } });
+  });
+
+  it("a chunk with no provider slot soon enough waits as a fresh message: no request, no attempt spent, no retry of the message", async () => {
+    // Every slot is taken for the next minute (other sends of the account).
+    const busy = { at: Date.now() + 60_000, waitMs: 60_000, granted: false };
+    const pacer = { reserve: async () => busy, pause: async () => undefined };
+    const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
+    await seedSubscribers(h.t.workspace.id, 3);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out
+    const deliver = h.queue.messages[0];
+    const result = await h.step(); // the chunk: no slot within MAX_SLOT_WAIT_MS
+
+    expect(result.retryMessages).toEqual([]);
+    expect(resend.calls).toEqual([]);
+    expect(h.queue.messages).toEqual([{ body: deliver?.body, attempts: 1, delaySeconds: 60 }]);
+    for (const d of await allDeliveries(h.t, campaign.id)) expect(d).toMatchObject({ status: "queued", attempts: 0, error: null });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "running", progress: { total: 3, delivered: 0, failed: 0 } });
   });
 
   it("a fan-out that dies after creating deliveries and before enqueueing them creates none twice and loses none", async () => {

@@ -2,6 +2,11 @@
 // (429 + Retry-After past `rps` requests in any second), idempotency keys (the same key answers as
 // before and sends nothing again), injectable 500s, timeouts (the batch is accepted, the answer never
 // comes) and per-message rejections, and a count of every message it accepted per recipient.
+//
+// 500s and timeouts come at exactly their rates, on a fixed schedule of the requests within the limit
+// (a rate of 5% answers the 10th, 30th, 50th… request 500; 2% leaves the 37th, 87th… unanswered),
+// so every run meets the same faults in the same proportion; random draws would put anywhere from
+// 4 to 12 faults into a 10,000-recipient send and the run's figure would mostly measure that.
 import { createServer } from "node:http";
 
 export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0, rejectRate = 0, seed = 1 } = {}) => {
@@ -11,10 +16,22 @@ export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0,
     state = (state * 1664525 + 1013904223) >>> 0;
     return state / 2 ** 32;
   };
+  /** Every `n`th request, counted from `offset`; never for a rate of 0. */
+  const scheduled = (rate, offset) => {
+    const every = rate > 0 ? Math.max(1, Math.round(1 / rate)) : 0;
+    return (n) => every > 0 && n % every === offset % every;
+  };
+  // Offsets of different parity (10 and 37), so a request is never chosen for both at these rates.
+  const isError = scheduled(errorRate, 10);
+  const isTimeout = scheduled(timeoutRate, 37);
+  let counted = 0;
   const stats = { requests: 0, tooMany: 0, errors: 0, timeouts: 0, replays: 0, rejected: 0, accepted: 0 };
   const copies = new Map();
   const answered = new Map();
   const starts = [];
+  /** Every request's arrival (ms since the first) and answer, for the time-over-floor breakdown. */
+  const timeline = [];
+  let first;
   const hanging = new Set();
   let nextId = 0;
 
@@ -30,14 +47,20 @@ export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0,
       if (req.method !== "POST" || req.url !== "/emails/batch") return send(res, 404, { name: "not_found", message: "Not found" });
       stats.requests++;
       const now = Date.now();
+      first ??= now;
+      const entry = { at: now - first, answer: 200, key: req.headers["idempotency-key"] };
+      timeline.push(entry);
       starts.push(now);
       while (starts.length > 0 && starts[0] <= now - 1000) starts.shift();
       if (starts.length > rps) {
         stats.tooMany++;
+        entry.answer = 429;
         return send(res, 429, { name: "rate_limit_exceeded", message: "Too many requests" }, { "retry-after": "1" });
       }
-      if (random() < errorRate) {
+      counted++;
+      if (isError(counted)) {
         stats.errors++;
+        entry.answer = 500;
         return send(res, 500, { name: "internal_server_error", message: "injected" });
       }
       const key = req.headers["idempotency-key"];
@@ -60,9 +83,10 @@ export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0,
         result = { data, errors };
         if (key) answered.set(key, result);
       }
-      if (random() < timeoutRate) {
+      if (isTimeout(counted)) {
         // Accepted, but the answer never arrives: the client times out and asks again under its key.
         stats.timeouts++;
+        entry.answer = "timeout";
         hanging.add(res);
         return;
       }
@@ -81,9 +105,15 @@ export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0,
       for (const [to, n] of copies) n === 1 ? once++ : duplicated.push(to);
       return { once, duplicated };
     },
+    timeline: () => [...timeline],
+    /** Wall-clock time (epoch ms) of the first request since the last reset. */
+    firstAt: () => first,
     reset: () => {
       Object.keys(stats).forEach((k) => (stats[k] = 0));
       copies.clear();
+      timeline.length = 0;
+      first = undefined;
+      counted = 0;
     },
     stop: () =>
       new Promise((resolve) => {

@@ -5,6 +5,11 @@ const TARGETS = { rpsVsRaw: 0.6, deepVsFirst: 1.2, fanoutVsFloor: 0.5, growth100
 const f = (n, digits = 1) => (n === undefined || Number.isNaN(n) ? "–" : n.toFixed(digits));
 const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
 const mark = (ok) => (ok ? "met" : "MISSED");
+const median = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
 
 const table = (header, rows) => {
   const lines = [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`];
@@ -94,6 +99,43 @@ const webhooksSection = (w) =>
         ].map(([name, r]) => [name, String(r.events), String(r.concurrency), String(r.delivered), f(r.eventsPerSecond, 0), `${r.latencyMs.p50} / ${r.latencyMs.p99}`]),
       );
 
+const contentSection = (c) =>
+  !c
+    ? "Not measured in this run (BENCH_SECTIONS)."
+    : [
+        `Render cost: ${f(c.renderMicrosecondsPerMessage, 1)} µs per message (20 KB html, five variables; rounds ${c.renderRounds.map((x) => f(x, 1)).join(", ")}).`,
+        "",
+        table(
+          ["send (sandbox)", "recipients", "seconds per round", "median"],
+          [
+            ["no content", c.secondsWithoutContent],
+            ["20 KB html template", c.secondsWithContent],
+          ].map(([name, rounds]) => [name, c.audience.toLocaleString("en"), rounds.map((x) => f(x, 2)).join(", "), f(median(rounds), 2)]),
+        ),
+        "",
+        `With content ÷ without: ${f(c.ratio, 2)}× (target at most ${c.target}×: ${mark(c.ratio <= c.target)}).`,
+      ].join("\n");
+
+const RESEND_TARGET = 1.1;
+
+const resendSection = (rows) =>
+  !rows || rows.length === 0
+    ? "Not measured in this run (BENCH_SECTIONS)."
+    : table(
+        ["recipients", "time", "floor", "ratio", "requests", "500s / unanswered / 429s", "idle between requests", "mailed once / twice", `≤ ${RESEND_TARGET}× (10,000)`],
+        rows.map((r) => [
+          r.audience.toLocaleString("en"),
+          `${f(r.seconds, 1)} s`,
+          `${r.floorSeconds} s`,
+          `${f(r.ratio, 2)}×`,
+          String(r.mock.requests),
+          `${r.mock.errors} / ${r.mock.timeouts} / ${r.mock.tooMany}`,
+          r.breakdown ? `${f(r.breakdown.idleMs / 1000, 1)} s` : "–",
+          `${r.recipientsOnce.toLocaleString("en")} / ${r.recipientsDuplicated}`,
+          r.audience === 10000 ? mark(r.ratio <= RESEND_TARGET && r.recipientsDuplicated === 0) : "–",
+        ]),
+      );
+
 export const writeMarkdown = (results) => {
   const m = results.machine;
   return [
@@ -121,6 +163,14 @@ export const writeMarkdown = (results) => {
     "### Send fan-out",
     "",
     fanoutSection(results.fanout),
+    "",
+    "### Campaign content",
+    "",
+    contentSection(results.content),
+    "",
+    "### Delivery through Resend (local mock)",
+    "",
+    resendSection(results.resend),
     "",
     "### Outgoing events (webhooks)",
     "",

@@ -12,7 +12,12 @@ export type PacerState = {
 };
 
 export type Reservation = {
-  /** How long the caller waits before its request (ms). */
+  /**
+   * When the request may leave (epoch ms). The caller waits until then by its own clock, so the
+   * time the answer took to come back from the pacer is not added to the slot.
+   */
+  at: number;
+  /** How far the slot was from the moment it was reserved (ms). */
   waitMs: number;
   /** false: the wait would exceed `maxWaitMs`; nothing was reserved and the caller should come back later. */
   granted: boolean;
@@ -24,17 +29,25 @@ export type Reservation = {
  */
 export const intervalMs = (rps: number) => Math.ceil(1000 / rps) + 10;
 
-/** The slot arithmetic: the next free slot at or after `now`, and the state after taking it. */
+/**
+ * How far ahead of `now` the earliest slot lies. A slot is a moment the caller waits for; one that
+ * began the instant it was reserved would already be past when the answer reaches the caller, and
+ * its request would leave late by that trip, squeezing the gap to the next one. A lead just longer
+ * than the trip keeps every request on its slot; it only delays a request after a quiet period.
+ */
+export const LEAD_MS = 50;
+
+/** The slot arithmetic: the next free slot at or after `now` + LEAD_MS, and the state after taking it. */
 export const reserveSlot = (
   state: PacerState,
   now: number,
   rps: number,
   maxWaitMs: number,
 ): { state: PacerState; reservation: Reservation } => {
-  const slot = Math.max(now, state.next);
+  const slot = Math.max(now + LEAD_MS, state.next);
   const waitMs = slot - now;
-  if (waitMs > maxWaitMs) return { state, reservation: { waitMs, granted: false } };
-  return { state: { next: slot + intervalMs(rps) }, reservation: { waitMs, granted: true } };
+  if (waitMs > maxWaitMs) return { state, reservation: { at: slot, waitMs, granted: false } };
+  return { state: { next: slot + intervalMs(rps) }, reservation: { at: slot, waitMs, granted: true } };
 };
 
 /** After a 429: no slot starts before `retryAfterMs` from now. */

@@ -217,6 +217,16 @@ const deliver = async (
   if (integration && !composer) return;
 
   const outcomes = integration && composer ? await handOver(integration, composer, op.id, rows) : rows.map(() => undefined);
+  const deferred = outcomes.find((o) => o?.kind === "deferred");
+  if (deferred?.kind === "deferred") {
+    // Nothing was handed over (no provider slot soon enough): the rows stay as they are, and a fresh
+    // message asks again later, so waiting for the provider's rate costs no attempt and no retry of
+    // this message. A copy left by a crash before the ack reads the same rows and asks under the same key.
+    await deps.queue.send({ type: "deliver", operation_id: op.id, from, to } satisfies SendMessage, {
+      delaySeconds: Math.min(deferred.retryAfterSeconds, MAX_QUEUE_DELAY_SECONDS),
+    });
+    return;
+  }
 
   const results: DeliveryResults = { sent: [], failed: [], retry: [] };
   let retryAfter = 0;
@@ -270,11 +280,12 @@ const handOver = async (integration: Integration, composer: Composer, operationI
   );
   const emails = local.filter((x): x is OutboundEmail => !("kind" in x));
   const sent = emails.length === 0 ? [] : await integration.sendBatch(emails, await batchKey(operationId, rows.map((r) => r.id)));
-  const batchRetry = sent.find((o): o is Extract<SendOutcome, { kind: "retry" }> => o.kind === "retry");
+  const pending = sent.find((o) => o.kind === "retry" || o.kind === "deferred");
   let next = 0;
   return local.map((x): SendOutcome => {
     if (!("kind" in x)) return sent[next++] ?? { kind: "retry", error: { code: "provider_no_answer", message: "The provider gave no outcome for this message" } };
-    return batchRetry && x.kind === "failed" ? { kind: "retry", error: x.error, retryAfterSeconds: batchRetry.retryAfterSeconds } : x;
+    if (pending?.kind === "deferred") return pending;
+    return pending?.kind === "retry" && x.kind === "failed" ? { kind: "retry", error: x.error, retryAfterSeconds: pending.retryAfterSeconds } : x;
   });
 };
 

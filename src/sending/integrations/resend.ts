@@ -6,8 +6,15 @@ import type { DeliveryError, Integration, OutboundEmail, SendOutcome } from "./t
 // name the rejected ones by index, so a bad recipient fails only its own delivery.
 
 export const RESEND_BATCH_SIZE = 100;
-/** A batch of 100 normally answers within a second; past this the request is retried under its key. */
+/** A batch of 100 normally answers within a second; past this the request is given up and asked again under its key. */
 export const REQUEST_TIMEOUT_MS = 5_000;
+/**
+ * No answer after this long: a second request under the same key, in a slot of its own, asks for
+ * the batch's answer while the first may still give it (see `ask`).
+ */
+export const HEDGE_AFTER_MS = 1_500;
+/** Requests for one batch in flight at once at most (the first and its hedges). */
+export const ASKS_PER_TRY = 3;
 /** Tries of one batch within one queue message before the message itself is retried with backoff. */
 export const TRIES_PER_STEP = 3;
 /** A slot further away than this is not waited for in the invocation: the message comes back later. */
@@ -16,7 +23,12 @@ export const MAX_SLOT_WAIT_MS = 30_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Retryable = { kind: "retry"; error: DeliveryError; status?: number; retryAfterMs?: number };
-type Answer = { kind: "done"; outcomes: SendOutcome[] } | Retryable;
+/** No slot soon enough: nothing was sent. */
+type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: number };
+type Answer = { kind: "done"; outcomes: SendOutcome[] } | Retryable | Deferred;
+/** A 4xx naming one message of the batch (strict validation). */
+type Split = { kind: "split"; index: number; error: DeliveryError };
+type Reply = Answer | Split;
 
 const providerError = (status: number, body: { name?: unknown; message?: unknown } | undefined): DeliveryError => {
   const detail = typeof body?.message === "string" ? body.message : "";
@@ -49,13 +61,21 @@ const payload = (email: OutboundEmail) => ({
 
 type Config = { apiKey: string; baseUrl: string; rps: number; pacer: Pacer };
 
-/** One request in its paced slot: the batch's outcomes, or a reason to try the whole batch again. */
-const post = async (config: Config, emails: OutboundEmail[], key: string): Promise<Answer> => {
+/** Waits for the next request slot; deferred when the slot is further away than MAX_SLOT_WAIT_MS. */
+const awaitSlot = async (config: Config): Promise<Deferred | undefined> => {
   const slot = await config.pacer.reserve(config.rps, MAX_SLOT_WAIT_MS);
   if (!slot.granted) {
-    return { kind: "retry", error: { code: "resend_paced", message: "Waiting for a free Resend request slot" }, retryAfterMs: slot.waitMs };
+    return { kind: "deferred", error: { code: "resend_paced", message: "Waiting for a free Resend request slot" }, retryAfterMs: slot.waitMs };
   }
-  if (slot.waitMs > 0) await sleep(slot.waitMs);
+  const wait = slot.at - Date.now();
+  if (wait > 0) await sleep(wait);
+};
+
+const abandoned: Retryable = { kind: "retry", error: { code: "resend_abandoned", message: "Another request for this batch answered first" } };
+
+/** One request for the batch, in a slot already waited for: what its answer means for the batch. */
+const request = async (config: Config, emails: OutboundEmail[], body: string, key: string, stop: AbortSignal): Promise<Reply> => {
+  if (stop.aborted) return abandoned;
   let res: Response;
   try {
     res = await fetch(`${config.baseUrl}/emails/batch`, {
@@ -66,10 +86,11 @@ const post = async (config: Config, emails: OutboundEmail[], key: string): Promi
         "idempotency-key": key,
         "x-batch-validation": "permissive",
       },
-      body: JSON.stringify(emails.map(payload)),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      body,
+      signal: AbortSignal.any([stop, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
     });
   } catch (err) {
+    if (stop.aborted) return abandoned;
     const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
     return {
       kind: "retry",
@@ -78,14 +99,14 @@ const post = async (config: Config, emails: OutboundEmail[], key: string): Promi
         : { code: "resend_unreachable", message: `Resend could not be reached: ${err instanceof Error ? err.message : String(err)}` },
     };
   }
-  const body = (await res.json().catch(() => undefined)) as
+  const answer = (await res.json().catch(() => undefined)) as
     | { data?: { id?: unknown }[]; errors?: { index?: unknown; message?: unknown }[]; name?: unknown; message?: unknown }
     | undefined;
   if (res.ok) {
     const rejected = new Map<number, string>();
-    for (const e of body?.errors ?? []) if (typeof e.index === "number") rejected.set(e.index, String(e.message ?? "rejected"));
+    for (const e of answer?.errors ?? []) if (typeof e.index === "number") rejected.set(e.index, String(e.message ?? "rejected"));
     // `data` lists the accepted emails in request order, skipping the rejected ones.
-    const ids = (body?.data ?? []).map((d) => (typeof d.id === "string" ? d.id : undefined));
+    const ids = (answer?.data ?? []).map((d) => (typeof d.id === "string" ? d.id : undefined));
     let next = 0;
     const outcomes = emails.map((email, i): SendOutcome => {
       const reason = rejected.get(i);
@@ -94,7 +115,7 @@ const post = async (config: Config, emails: OutboundEmail[], key: string): Promi
     });
     return { kind: "done", outcomes };
   }
-  const error = providerError(res.status, body);
+  const error = providerError(res.status, answer);
   if (res.status === 429 || res.status >= 500 || error.code === "resend_concurrent_idempotent_requests") {
     return { kind: "retry", error, status: res.status, retryAfterMs: retryAfterMs(res) };
   }
@@ -107,28 +128,92 @@ const post = async (config: Config, emails: OutboundEmail[], key: string): Promi
     };
     return { kind: "done", outcomes: emails.map(() => ({ kind: "failed", error: conflict })) };
   }
-  // A 4xx naming one message (strict validation): that one fails, the rest go as a batch of their own.
-  const bad = namedIndex(body?.message, emails.length);
-  if (bad !== undefined && emails.length > 1) {
-    const rest = emails.filter((_, i) => i !== bad);
-    const restAnswer = await post(config, rest, `${key}~${bad}`);
-    if (restAnswer.kind === "retry") return restAnswer;
-    const outcomes = [...restAnswer.outcomes];
-    outcomes.splice(bad, 0, { kind: "failed", error });
-    return { kind: "done", outcomes };
-  }
+  const bad = namedIndex(answer?.message, emails.length);
+  if (bad !== undefined && emails.length > 1) return { kind: "split", index: bad, error };
   return { kind: "done", outcomes: emails.map(() => ({ kind: "failed", error })) };
 };
 
+/**
+ * One batch request in its paced slot. A request with no answer after HEDGE_AFTER_MS has either
+ * been lost on the way back (Resend accepted the batch) or is slow: another request under the same
+ * key, in a slot of its own, asks again while the first may still answer (up to ASKS_PER_TRY
+ * requests, each HEDGE_AFTER_MS after the one before), and the first reply that settles the batch
+ * wins; the others are abandoned. Resend answers a key it already accepted with that batch's own
+ * answer, so no message is sent twice, and a key still being processed with 409
+ * `concurrent_idempotent_requests`: the first request is alive, so no further request is made. A
+ * lost answer costs one more slot instead of a whole timeout. When every request has failed, the
+ * failure is the answer (a 429 first, for its Retry-After).
+ */
+const ask = async (config: Config, emails: OutboundEmail[], key: string): Promise<Reply> => {
+  // Built before the slot, so the request leaves as soon as its slot comes.
+  const body = JSON.stringify(emails.map(payload));
+  const deferred = await awaitSlot(config);
+  if (deferred) return deferred;
+  const stop = new AbortController();
+  return new Promise<Reply>((resolve, reject) => {
+    const failures: Retryable[] = [];
+    let asked = 0;
+    let pending = 0;
+    let hedging = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const finish = (reply: Reply) => {
+      clearTimeout(timer);
+      stop.abort();
+      resolve(reply);
+    };
+    const askOnce = (slot: Promise<Deferred | undefined>) => {
+      asked++;
+      pending++;
+      void slot
+        .then((late) => {
+          if (late) return late;
+          if (hedging && asked < ASKS_PER_TRY && !stop.signal.aborted) timer = setTimeout(() => askOnce(awaitSlot(config)), HEDGE_AFTER_MS);
+          return request(config, emails, body, key, stop.signal);
+        })
+        .then((reply) => {
+          pending--;
+          if (reply.kind === "done" || reply.kind === "split") return finish(reply);
+          if (reply.kind === "retry" && reply !== abandoned) failures.push(reply);
+          if (reply.kind === "retry" && reply.error.code === "resend_concurrent_idempotent_requests") {
+            hedging = false;
+            clearTimeout(timer);
+          }
+          if (pending === 0) finish(failures.find((r) => r.status === 429) ?? failures[0] ?? reply);
+        })
+        .catch((err: unknown) => {
+          // The pacer could not be reached: the step fails and its message is retried.
+          clearTimeout(timer);
+          stop.abort();
+          reject(err);
+        });
+    };
+    askOnce(Promise.resolve(undefined));
+  });
+};
+
+/** The batch's answer; a 4xx naming one message fails that one and sends the rest as a batch of their own. */
+const post = async (config: Config, emails: OutboundEmail[], key: string): Promise<Answer> => {
+  const reply = await ask(config, emails, key);
+  if (reply.kind !== "split") return reply;
+  const restAnswer = await post(config, emails.filter((_, i) => i !== reply.index), `${key}~${reply.index}`);
+  if (restAnswer.kind !== "done") return restAnswer;
+  const outcomes = [...restAnswer.outcomes];
+  outcomes.splice(reply.index, 0, { kind: "failed", error: reply.error });
+  return { kind: "done", outcomes };
+};
+
 const sendBatch = async (config: Config, emails: OutboundEmail[], key: string): Promise<SendOutcome[]> => {
-  const retryAll = (error: DeliveryError, afterMs?: number): SendOutcome[] =>
-    emails.map(() => ({ kind: "retry", error, retryAfterSeconds: afterMs === undefined ? undefined : Math.ceil(afterMs / 1000) }));
+  const seconds = (ms?: number) => (ms === undefined ? undefined : Math.ceil(ms / 1000));
   for (let attempt = 1; ; attempt++) {
     const answer = await post(config, emails, key);
     if (answer.kind === "done") return answer.outcomes;
+    if (answer.kind === "deferred") {
+      const retryAfterSeconds = seconds(answer.retryAfterMs) ?? 1;
+      return emails.map(() => ({ kind: "deferred", error: answer.error, retryAfterSeconds }));
+    }
     // A 429 holds every sender back, not only this one: the pacer starts no request before it ends.
     if (answer.status === 429) await config.pacer.pause(answer.retryAfterMs ?? 1000);
-    if (attempt >= TRIES_PER_STEP || answer.error.code === "resend_paced") return retryAll(answer.error, answer.retryAfterMs);
+    if (attempt >= TRIES_PER_STEP) return emails.map(() => ({ kind: "retry", error: answer.error, retryAfterSeconds: seconds(answer.retryAfterMs) }));
     if (answer.status !== 429) await sleep(250 * 2 ** (attempt - 1));
   }
 };

@@ -19,7 +19,12 @@ export type SendOutcome =
   /** Worth trying again later (rate limited, provider or network trouble). */
   | { kind: "retry"; error: DeliveryError; retryAfterSeconds?: number }
   /** Will never succeed as sent (rejected address, bad request). */
-  | { kind: "failed"; error: DeliveryError };
+  | { kind: "failed"; error: DeliveryError }
+  /**
+   * Not handed over at all (no free provider slot soon enough): nothing was attempted, so it costs
+   * the delivery none of its attempts. The batch is asked for again after `retryAfterSeconds`.
+   */
+  | { kind: "deferred"; error: DeliveryError; retryAfterSeconds: number };
 
 export interface Integration {
   readonly slug: string;
