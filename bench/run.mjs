@@ -47,6 +47,8 @@ const config = {
   resendErrorRate: Number(process.env.BENCH_RESEND_ERRORS ?? 0.05),
   resendTimeoutRate: Number(process.env.BENCH_RESEND_TIMEOUTS ?? 0.02),
   /** The content section's send audience (a fan-out workspace of that size is seeded) and rounds. */
+  /** Milliseconds added to each of the worker's D1 calls (bench/worker/latency.ts); 0: none. */
+  d1LatencyMs: Number(process.env.BENCH_D1_LATENCY_MS ?? 0),
   contentAudience: Number(process.env.BENCH_CONTENT_AUDIENCE ?? 100_000),
   contentRounds: Number(process.env.BENCH_CONTENT_ROUNDS ?? 3),
   /** The webhooks section: events (subscriber creations) and how many writes run at once. */
@@ -105,6 +107,7 @@ const dev = await startDev({
   persistTo,
   vars: {
     ADMIN_TOKEN: randomBytes(24).toString("base64url"),
+    ...(config.d1LatencyMs > 0 && { BENCH_D1_LATENCY_MS: String(config.d1LatencyMs) }),
     ...(mockResend && {
       RESEND_API_KEY: `re_bench_${randomBytes(8).toString("hex")}`,
       RESEND_BASE_URL: mockResend.url,

@@ -1,5 +1,6 @@
 import worker from "../../src/index";
 import { baselines } from "./baselines";
+import { benchEnv } from "./latency";
 
 /**
  * The worker `npm run bench` serves: the deployed worker (src/index.ts) unchanged, plus the baseline
@@ -10,8 +11,10 @@ export default {
   ...worker,
   fetch: (request, env, ctx) => {
     const { pathname } = new URL(request.url);
-    return pathname.startsWith("/bench/") ? baselines.fetch(request, env, ctx) : worker.fetch(request, env, ctx);
+    return pathname.startsWith("/bench/") ? baselines.fetch(request, env, ctx) : worker.fetch(request, benchEnv(env), ctx);
   },
+  queue: (batch, env) => worker.queue(batch, benchEnv(env)),
+  scheduled: (controller, env) => worker.scheduled(controller, benchEnv(env)),
 } satisfies ExportedHandler<Env>;
 
 // The Durable Object classes the deployed worker declares (wrangler.toml), served from this entry too.

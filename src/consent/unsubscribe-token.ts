@@ -20,23 +20,40 @@ const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 
 export type UnsubscribeTarget = { subscriberId: string; campaignId: string };
 
-/** 26 Crockford base32 characters (128 bits, the first character carrying 3) into 16 bytes. */
+/** Crockford base32 digit values by character code (ids are validated against ULID first). */
+const DIGIT = new Uint8Array(128);
+for (let i = 0; i < CROCKFORD.length; i++) DIGIT[CROCKFORD.charCodeAt(i)] = i;
+
+/**
+ * 26 Crockford base32 characters (130 bits, the first two always 0: the first character carries 3)
+ * into 16 bytes, five bits at a time; every token of a send packs two ids, so no BigInt here.
+ */
 const ulidBytes = (ulid: string, out: Uint8Array, offset: number) => {
-  let value = 0n;
-  for (const ch of ulid) value = (value << 5n) | BigInt(CROCKFORD.indexOf(ch));
-  for (let i = 15; i >= 0; i--) {
-    out[offset + i] = Number(value & 0xffn);
-    value >>= 8n;
+  let acc = 0;
+  let bits = -2;
+  let at = offset;
+  for (let i = 0; i < ulid.length; i++) {
+    acc = ((acc << 5) | (DIGIT[ulid.charCodeAt(i)] ?? 0)) & 0x1fff;
+    bits += 5;
+    if (bits >= 8) {
+      bits -= 8;
+      out[at++] = (acc >> bits) & 0xff;
+    }
   }
 };
 
+/** 16 bytes back into 26 characters: two zero bits in front, then five bits per character. */
 const ulidOf = (bytes: Uint8Array, offset: number): string => {
-  let value = 0n;
-  for (let i = 0; i < 16; i++) value = (value << 8n) | BigInt(bytes[offset + i] ?? 0);
+  let acc = 0;
+  let bits = 2;
   let out = "";
-  for (let i = 0; i < 26; i++) {
-    out = CROCKFORD[Number(value & 31n)] + out;
-    value >>= 5n;
+  for (let i = 0; i < 16; i++) {
+    acc = ((acc << 8) | (bytes[offset + i] ?? 0)) & 0x1fff;
+    bits += 8;
+    while (bits >= 5) {
+      bits -= 5;
+      out += CROCKFORD[(acc >> bits) & 31];
+    }
   }
   return out;
 };
