@@ -1,7 +1,8 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import benchWorker from "../bench/worker/index";
+import { withLatency } from "../bench/worker/latency";
 import { call, expectError, seedSubscribers, tenant } from "./helpers";
 
 // `call` goes through the deployed worker's own entry (wrangler.toml's main, src/index.ts): the
@@ -68,10 +69,38 @@ describe("the bench entry (bench/worker/index.ts)", () => {
     expect(unknown.body.error.code).toBe("not_found");
   });
 
-  it("keeps the deployed worker's queue and scheduled handlers", async () => {
+  it("hands queue batches and cron events to the deployed worker's handlers, with the env unchanged", async () => {
     const { default: deployed } = await import("../src/index");
-    expect(benchWorker.queue).toBe(deployed.queue);
-    expect(benchWorker.scheduled).toBe(deployed.scheduled);
+    const queue = vi.spyOn(deployed, "queue").mockResolvedValue(undefined);
+    const scheduled = vi.spyOn(deployed, "scheduled").mockResolvedValue(undefined);
+    const batch = { queue: "newsletter-send", messages: [] } as unknown as MessageBatch;
+    const controller = { scheduledTime: 0, cron: "* * * * *" } as ScheduledController;
+    await benchWorker.queue(batch, env);
+    await benchWorker.scheduled(controller, env);
+    expect(queue).toHaveBeenCalledWith(batch, env);
+    expect(scheduled).toHaveBeenCalledWith(controller, env);
+
+    // With BENCH_D1_LATENCY_MS, the same handlers get the same env but for a slowed-down D1.
+    const slowed = { ...env, BENCH_D1_LATENCY_MS: "5" } as Env;
+    await benchWorker.queue(batch, slowed);
+    const seen = queue.mock.calls[1]?.[1] as Env;
+    expect(seen.DB).not.toBe(env.DB);
+    expect({ ...seen, DB: env.DB }).toEqual({ ...slowed, DB: env.DB });
+    vi.restoreAllMocks();
+  });
+
+  it("a slowed-down D1 answers exactly as the real one, a bit later", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 3);
+    const slow = withLatency(env.DB, 20);
+    const query = "SELECT id FROM subscribers WHERE workspace_id = ? ORDER BY id";
+    const started = Date.now();
+    const rows = await slow.prepare(query).bind(t.workspace.id).all();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(20);
+    expect(rows.results).toEqual((await env.DB.prepare(query).bind(t.workspace.id).all()).results);
+    expect(await slow.prepare(query).bind(t.workspace.id).first("id")).toBe(rows.results[0]?.id);
+    const [batched] = await slow.batch([slow.prepare(query).bind(t.workspace.id)]);
+    expect(batched?.results).toEqual(rows.results);
   });
 
   it("lists the same subscribers, in the same order, as the API for every filter and cursor", async () => {
