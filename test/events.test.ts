@@ -127,6 +127,7 @@ describe("eventStatements, for any raw D1 batch", () => {
 
   it("writes each event iff the statement before it changed a row and its onlyIf holds; dispatchWritten enqueues those", async () => {
     const t = await tenant();
+    await createEndpoint(t);
     const ada = (await createSubscriber(t)).body.data;
     const now = Date.now();
     const run = async () => {
@@ -156,6 +157,37 @@ describe("eventStatements, for any raw D1 batch", () => {
     expect(await storedEvents(t.workspace.id)).toHaveLength(3);
     // The marks live only inside the batch.
     expect((await env.DB.prepare("SELECT count(*) AS n FROM write_marks").first<{ n: number }>())!.n).toBe(0);
+  });
+
+  it("an event no endpoint takes is born dispatched: nothing is enqueued for it, now or by the sweeper", async () => {
+    const t = await tenant();
+    // An endpoint for other types only, one disabled and one deleted: none of them takes subscriber.bounced.
+    await createEndpoint(t, { events: ["campaign.sent"] });
+    const disabled = await createEndpoint(t);
+    expect((await t.call("PATCH", `${t.ws}/webhook_endpoints/${disabled.id}`, { body: { enabled: false } })).status).toBe(200);
+    const deleted = await createEndpoint(t);
+    expect((await t.call("DELETE", `${t.ws}/webhook_endpoints/${deleted.id}`)).status).toBe(200);
+    const ada = (await createSubscriber(t)).body.data;
+    const statements = [markBounced(ada.id), ...eventStatements(env.DB, [{ type: "subscriber.bounced", resource: "subscriber", id: ada.id }], Date.now())];
+    const results = await env.DB.batch(statements);
+    const queue = new CapturedQueue();
+    await dispatchWritten(queue.asBinding(), statements, results);
+    expect(queue.messages).toEqual([]);
+    const rows = (
+      await env.DB.prepare("SELECT type, dispatched_at FROM events WHERE workspace_id = ? ORDER BY id").bind(t.workspace.id).all<{ type: string; dispatched_at: number | null }>()
+    ).results;
+    expect(rows.map((r) => r.type)).toEqual(["subscriber.created", "subscriber.bounced"]);
+    for (const row of rows) expect(row.dispatched_at).not.toBeNull();
+    // The event log shows them all the same.
+    expect((await t.call("GET", `${t.ws}/events`)).body.data.map((e: { type: string }) => e.type)).toEqual(["subscriber.bounced", "subscriber.created"]);
+    // An endpoint that takes the type makes the next one wait for its dispatch.
+    await createEndpoint(t, { events: ["subscriber.updated"] });
+    const updated = await t.call("PATCH", `${t.ws}/subscribers/${ada.id}`, { body: { name: "Ada L." } });
+    expect(updated.status).toBe(200);
+    const [latest] = (
+      await env.DB.prepare("SELECT type, dispatched_at FROM events WHERE workspace_id = ? ORDER BY id DESC LIMIT 1").bind(t.workspace.id).all<{ type: string; dispatched_at: number | null }>()
+    ).results;
+    expect(latest).toEqual({ type: "subscriber.updated", dispatched_at: null });
   });
 
   it("carries a delivery as the API shows it (what the provider webhooks write)", async () => {

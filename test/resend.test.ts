@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend";
 import { intervalMs, LEAD_MS, pauseUntil, reserveSlot } from "../src/sending/pacer";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
@@ -34,6 +35,16 @@ describe("the pacer's slot arithmetic", () => {
     expect(pauseUntil({ next: 0 }, 10_000, 7_000)).toEqual({ next: 17_000 });
     expect(pauseUntil({ next: 20_000 }, 10_000, 7_000)).toEqual({ next: 20_000 });
     expect(reserveSlot(pauseUntil({ next: 0 }, 10_000, 7_000), 10_000, 2, 30_000).reservation.waitMs).toBe(7_000);
+  });
+});
+
+describe("when a batch is asked for again", () => {
+  it("after 1.5 s, or twice the 90th percentile of recent answers when Resend is slow, never within a second of the timeout", () => {
+    expect(hedgeAfterMs([])).toBe(HEDGE_AFTER_MS);
+    expect(hedgeAfterMs([900, 900, 900, 900])).toBe(HEDGE_AFTER_MS); // too few answers to judge
+    expect(hedgeAfterMs(Array(20).fill(50))).toBe(1_500);
+    expect(hedgeAfterMs([...Array(18).fill(100), 900, 900])).toBe(1_800);
+    expect(hedgeAfterMs(Array(20).fill(2_000))).toBe(REQUEST_TIMEOUT_MS - 1_000);
   });
 });
 

@@ -10,6 +10,7 @@ import {
   snapshotRecord,
 } from "../idempotency/idempotency";
 import type { ResourceKind } from "../idempotency/resources";
+import { undispatchedIn } from "../events/event-statement";
 import { enqueueDispatch } from "../events/outbox";
 import { type CommitEvent, writeEvents } from "../events/write-events";
 import { replayResponse, type StoredResponse } from "../idempotency/stored-response";
@@ -73,7 +74,7 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
   // Right after the statements: the mark (with events) or the record (without) says whether the write applied.
   const decisive = head.length + statements.length;
   if (request && (changed(decisive) || !("resource" in answer))) request.state = "committed";
-  const written = events?.ids.filter((_, i) => changed(decisive + 1 + i)) ?? [];
+  const written = events?.ids.filter((_, i) => undispatchedIn(results[decisive + 1 + i])) ?? [];
   if (written.length > 0) c.executionCtx.waitUntil(enqueueDispatch(c.env.WEBHOOK_QUEUE, written));
   return results.slice(head.length, decisive) as unknown as BatchResponse<T>;
 };

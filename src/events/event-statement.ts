@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { events, type eventTypes } from "../db/schema";
+import { events, type eventTypes, webhookEndpoints } from "../db/schema";
 import { resources, type ResourceKind, snapshotJson } from "../idempotency/resources";
 
 // One event as one SQL statement: INSERT … SELECT from the resource's own row, guarded by a condition
@@ -31,11 +31,43 @@ export type EventStatementSpec = EventSpec & {
   dispatchedAt?: number;
 };
 
+/**
+ * The event is born dispatched (nothing to hand to the webhook queue) unless an enabled endpoint of
+ * its workspace takes its type, as the batch sees the endpoints: most workspaces have none, and
+ * their writes then cost no queue message and no dispatch step. An endpoint created after the event
+ * was never owed it.
+ */
+const bornDispatched = (table: SQL, type: EventType | SQL, now: number) => sql`
+  CASE WHEN EXISTS (
+    SELECT 1 FROM ${webhookEndpoints} e
+     WHERE e.workspace_id = ${table}.workspace_id AND e.enabled = 1 AND e.deleted_at IS NULL
+       AND EXISTS (SELECT 1 FROM json_each(e.events) WHERE value IN (${type}, '*'))
+  ) THEN NULL ELSE ${now} END`;
+
 export const eventStatement = (db: Db, spec: EventStatementSpec) => {
   const table = resources[spec.resource].table;
+  const dispatchedAt = spec.dispatchedAt ?? bornDispatched(sql`${table}`, spec.type, spec.now);
   // Columns in the table's order: id, workspace_id, type, resource, resource_id, snapshot, created_at, dispatched_at.
-  return db.insert(events).select(sql`
-    SELECT ${spec.eventId}, workspace_id, ${spec.type}, ${spec.resource}, id, ${snapshotJson(spec.resource)}, ${spec.now}, ${spec.dispatchedAt ?? null}
-      FROM ${table} WHERE id = ${spec.id} AND (${spec.when ?? sql`changes() > 0`})`);
+  // What it returns says whether the event still needs its dispatch (`undispatchedIn`).
+  return db
+    .insert(events)
+    .select(
+      sql`
+    SELECT ${spec.eventId}, workspace_id, ${spec.type}, ${spec.resource}, id, ${snapshotJson(spec.resource)}, ${spec.now}, ${dispatchedAt}
+      FROM ${table} WHERE id = ${spec.id} AND (${spec.when ?? sql`changes() > 0`})`,
+    )
+    .returning({ id: events.id, dispatchedAt: events.dispatchedAt });
+};
+
+/**
+ * Whether an event statement's result (drizzle's rows, or a raw D1 result) holds an event that was
+ * written and still needs its dispatch.
+ */
+export const undispatchedIn = (result: unknown): boolean => {
+  const rows = Array.isArray(result) ? result : (result as { results?: unknown[] } | undefined)?.results;
+  return (rows ?? []).some((row) => {
+    const r = row as { dispatchedAt?: number | null; dispatched_at?: number | null };
+    return (r.dispatchedAt ?? r.dispatched_at ?? null) === null;
+  });
 };
 

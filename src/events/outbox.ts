@@ -2,7 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { createDb } from "../db/client";
 import { newId } from "../lib/ids";
 import type { WebhookMessage } from "../webhooks/messages";
-import { type EventSpec, type EventStatementSpec, eventStatement } from "./event-statement";
+import { type EventSpec, type EventStatementSpec, eventStatement, undispatchedIn } from "./event-statement";
 import { writeEvents } from "./write-events";
 
 // The outbox: an event is a row of `events`, inserted by a statement of the same D1 batch as the
@@ -73,12 +73,15 @@ export const enqueueDispatch = async (queue: Queue, eventIds: string[]): Promise
   }
 };
 
-/** After a raw batch commits: enqueues the dispatch of each event statement of it that inserted its row. */
+/**
+ * After a raw batch commits: enqueues the dispatch of each event statement of it that inserted its
+ * row, unless the event was born dispatched (no endpoint takes it).
+ */
 export const dispatchWritten = (queue: Queue, statements: readonly D1PreparedStatement[], results: readonly D1Result[]) => {
   const written: string[] = [];
   statements.forEach((statement, i) => {
     const id = preparedEvents.get(statement);
-    if (id !== undefined && (results[i]?.meta.changes ?? 0) > 0) written.push(id);
+    if (id !== undefined && undispatchedIn(results[i])) written.push(id);
   });
   return enqueueDispatch(queue, written);
 };
