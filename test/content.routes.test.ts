@@ -2,6 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
+import { sha256Hex } from "../src/lib/crypto";
 import { createCredential, createWorkspace, expectError, tenant } from "./helpers";
 import { createCampaign, createNewsletter, createSegment, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
 
@@ -129,6 +130,34 @@ describe("preview", () => {
   });
 });
 
+describe("what the service adds to the html", () => {
+  it("goes inside the real body element, whatever the template's Liquid says about <body>", async () => {
+    const t = await tenant();
+    const html = '{% assign open = "<body>" %}<html><body><p>Hi {{ "</body>" }}</p></body></html>{% assign close = "</body>" %}';
+    const c = await campaignWith(t, { preheader: "Inside", html });
+    const p = (await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`)).body.data;
+    expect(p.html).toMatch(/^<html><body><div style="display:none[^"]*">Inside<\/div><p>Hi &lt;\/body&gt;<\/p><div style=/);
+    expect(p.html).toMatch(/Unsubscribe<\/a><\/p><p [^>]*>1 Main Street, Springfield<\/p><\/div><\/body><\/html>$/);
+  });
+});
+
+describe("a template that fits the sample subscriber but not a real one", () => {
+  it("is a 400 naming the field in a preview for that subscriber, and in a test send for that newsletter", async () => {
+    const t = await tenant();
+    // Six names: about 100 characters for the sample subscriber, 1,200 for one named with 200.
+    const c = await campaignWith(t, { subject: Array(6).fill("{{ subscriber.name }}").join(" ") });
+    const long = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "long@example.com", name: "n".repeat(200) } });
+    expect((await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`)).status).toBe(200);
+    const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`, { body: { subscriber_id: long.body.data.id } });
+    expectError(res, 400, "validation_failed", "subject");
+    expect(res.body.error.message).toMatch(/^subject: /);
+
+    const newsletter = await createNewsletter(t, { name: "N".repeat(200) });
+    const named = await createCampaign(t, { newsletter_id: newsletter.id, subject: Array(6).fill("{{ newsletter.name }}").join(" ") });
+    expectError(await t.call("POST", `${t.ws}/campaigns/${named.id}/test`, { body: { emails: ["a@example.com"] } }), 400, "validation_failed", "subject");
+  });
+});
+
 describe("test send", () => {
   it("validates the addresses: 1 to 5, each well-formed", async () => {
     const t = await tenant();
@@ -187,6 +216,10 @@ describe("test send", () => {
     expect(fetchSpy).toHaveBeenCalledTimes(1);
     const [url, init] = fetchSpy.mock.calls[0] ?? [];
     expect(url).toBe("https://api.resend.com/emails/batch");
+    // Resend's key follows the request's Idempotency-Key, so a retry that runs again (another isolate,
+    // the first still waiting for its slot) asks Resend under the same key and mails nobody twice.
+    const providerKey = new Headers(init?.headers).get("idempotency-key");
+    expect(providerKey).toBe(`test_send:${(await sha256Hex(`${credential.id}\ntest-send-0001`)).slice(0, 32)}`);
     const [sent] = JSON.parse(String(init?.body));
     expect(sent).toMatchObject({
       to: ["ada@example.com"],

@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import { notFound, ApiError } from "../errors/api-error";
-import { SAMPLE_RECIPIENT } from "../content";
+import { SAMPLE_RECIPIENT, TemplateError, templateInvalid } from "../content";
+import { sha256Hex } from "../lib/crypto";
 import { newId } from "../lib/ids";
-import { signerFor } from "../lib/signing";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
 import { chooseIntegration } from "../sending/producer";
@@ -17,9 +17,18 @@ import type { EmailPreviewSchema, TestSendSchema } from "./campaigns.schemas";
 const SAMPLE: Addressee = { ...SAMPLE_RECIPIENT, id: SAMPLE_SUBSCRIBER_ID };
 
 const composerOf = async (c: Context<AppEnv>, workspaceId: string, campaignId: string): Promise<Composer> => {
-  const context = await loadMessageContext(c.env.DB, campaignId, workspaceId);
+  const context = await loadMessageContext(c.var.db.$client, campaignId, workspaceId);
   if (!context) throw notFound("campaign", campaignId);
-  return composerFor(context, c.env, signerFor(c.env));
+  return composerFor(context, c.env, c.var.signer);
+};
+
+/** The message for `addressee`; one that cannot be rendered for them is a 400 naming the template. */
+const compose = async (composer: Composer, addressee: Addressee, deliveryId: string, to?: string) => {
+  try {
+    return await composeEmail(composer, addressee, deliveryId, to);
+  } catch (err) {
+    throw err instanceof TemplateError ? templateInvalid(err) : err;
+  }
 };
 
 export const previewEmail = async (
@@ -38,7 +47,7 @@ export const previewEmail = async (
   const addressee: Addressee = subscriber
     ? { id: subscriber.id, email: subscriber.email, name: subscriber.name, tags: subscriber.tags, location: subscriber.location, source: subscriber.source }
     : SAMPLE;
-  const email = await composeEmail(composer, addressee, "preview");
+  const email = await compose(composer, addressee, "preview");
   return {
     object: "email_preview",
     from: email.from,
@@ -60,14 +69,14 @@ export const testSend = async (
 ): Promise<z.infer<typeof TestSendSchema>> => {
   const { integration } = chooseIntegration(request.integrationSlug, c.var.principal.mode, c.env);
   const composer = await composerOf(c, workspaceId, campaignId);
-  const emails = await Promise.all(
-    request.emails.map(async (to) => {
-      const email = await composeEmail(composer, SAMPLE, newId("delivery"), to);
-      return { ...email, subject: `[Test] ${email.subject}` };
-    }),
-  );
-  // A fresh key per test send: no two test sends collapse into one at the provider.
-  const outcomes = await integration.sendBatch(emails, `test_send:${newId("delivery")}`);
+  // One message (the sample subscriber's), addressed to each.
+  const email = await compose(composer, SAMPLE, "test");
+  const emails = request.emails.map((to) => ({ ...email, deliveryId: newId("delivery"), to, subject: `[Test] ${email.subject}` }));
+  // The provider's key: a retry of this request (same Idempotency-Key) asks under the same one, so
+  // it mails nobody twice; without a key, a fresh one per test send.
+  const key = c.var.idempotency;
+  const providerKey = key ? `test_send:${(await sha256Hex(`${key.credentialId}\n${key.key}`)).slice(0, 32)}` : `test_send:${newId("delivery")}`;
+  const outcomes = await integration.sendBatch(emails, providerKey);
   const results = request.emails.map((to, i) => {
     const outcome = outcomes[i];
     return outcome?.kind === "sent"

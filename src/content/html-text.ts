@@ -1,4 +1,5 @@
 import { compile } from "html-to-text";
+import { LIQUID } from "./liquid-syntax";
 
 // The text part of a campaign without `text` is read from its html. Converting html is far too slow
 // to do for every recipient (milliseconds for a 20 KB template), so the html TEMPLATE is converted
@@ -26,7 +27,6 @@ export const htmlToText = (html: string): string => tidyText(convert(html));
 // placeholder is one word that wrapping never splits.
 const OPEN = "\uE000";
 const CLOSE = "\uE001";
-const LIQUID = /\{\{-?[\s\S]*?-?\}\}|\{%-?[\s\S]*?-?%\}/g;
 const PLACEHOLDER = /\uE000(\d+)\uE001/g;
 
 /** A text template derived from an html template; null when its Liquid does not survive conversion. */

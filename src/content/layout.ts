@@ -1,3 +1,5 @@
+import { LIQUID } from "./liquid-syntax";
+
 // What the service adds to every campaign message, as Liquid over its own variables (the names start
 // with an underscore, which the variables a template may use never do): the preheader as hidden
 // preview text at the top of the html, and the footer with the unsubscribe link and the newsletter's
@@ -17,18 +19,19 @@ export const FOOTER_TEXT =
   "{% if _address %}\n{{ _address }}{% endif %}";
 
 const BODY_OPEN = /<body\b[^>]*>/i;
-const BODY_CLOSE = /<\/body\s*>(?![\s\S]*<\/body\s*>)/i;
+const BODY_CLOSE = /<\/body\s*>/gi;
 
 /**
  * The html template with the preheader block just inside `<body>` and, when `footer`, the footer just
- * before `</body>`; without a body element, at the very start and end.
+ * before the last `</body>`; without a body element, at the very start and end. Tags are looked for
+ * outside Liquid only (`{{ "<body>" }}` is not one), so an insertion never lands inside a tag or an
+ * output, and finding the last `</body>` is one pass over the text.
  */
 export const wrapHtml = (html: string, footer: boolean): string => {
-  const open = BODY_OPEN.exec(html);
-  let out = open ? `${html.slice(0, open.index + open[0].length)}${PREHEADER_HTML}${html.slice(open.index + open[0].length)}` : `${PREHEADER_HTML}${html}`;
-  if (footer) {
-    const close = BODY_CLOSE.exec(out);
-    out = close ? `${out.slice(0, close.index)}${FOOTER_HTML}${out.slice(close.index)}` : `${out}${FOOTER_HTML}`;
-  }
-  return out;
+  const masked = html.replace(LIQUID, (piece) => " ".repeat(piece.length));
+  const open = BODY_OPEN.exec(masked);
+  const start = open ? open.index + open[0].length : 0;
+  const close = [...masked.matchAll(BODY_CLOSE)].at(-1);
+  const end = footer ? Math.max(start, close?.index ?? html.length) : html.length;
+  return `${html.slice(0, start)}${PREHEADER_HTML}${html.slice(start, end)}${footer ? FOOTER_HTML : ""}${html.slice(end)}`;
 };

@@ -59,7 +59,7 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   if (content.html !== null) {
     ownHtml = parseTemplate("html", content.html);
     htmlFooter = !usesUnsubscribeUrl(htmlEngine, ownHtml);
-    html = htmlEngine.parse(wrapHtml(content.html, htmlFooter));
+    html = parseWrapped(content.html, htmlFooter);
   }
   let text: TextPart;
   if (content.text !== null) {
@@ -76,6 +76,15 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
     text = { kind: "fallback", footer: footerText };
   }
   return { subject, preheader, html, text, newsletter };
+};
+
+/** The html with what the service adds; the template parsed on its own, so a failure here is ours to name. */
+const parseWrapped = (source: string, footer: boolean): Template[] => {
+  try {
+    return htmlEngine.parse(wrapHtml(source, footer));
+  } catch (err) {
+    throw renderProblem("html", err);
+  }
 };
 
 const tryParse = (source: string): Template[] | null => {
