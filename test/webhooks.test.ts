@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createCredential, tenant } from "./helpers";
@@ -58,6 +59,35 @@ describe("webhook endpoints", () => {
     expect((await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}`)).status).toBe(404);
     expect((await t.call("DELETE", `${t.ws}/webhook_endpoints/${endpoint.id}`)).status).toBe(404);
     expect((await t.call("GET", `${t.ws}/webhook_endpoints`)).body.data).toEqual([]);
+  });
+
+  it("keeps the signing secret out of stored events and Idempotency-Key records", async () => {
+    const t = await tenant();
+    const endpoint = await createEndpoint(t);
+    const patched = await t.call("PATCH", `${t.ws}/webhook_endpoints/${endpoint.id}`, {
+      body: { description: "kept" },
+      headers: { "idempotency-key": "patch-endpoint-0001" },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response(null, { status: 204 }));
+    expect((await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/test`)).status).toBe(202);
+    const attempts = `${t.ws}/webhook_endpoints/${endpoint.id}/attempts`;
+    await until(async () => (await t.call("GET", attempts)).body.data[0]?.status === "succeeded");
+    const secret = endpoint.secret.slice("whsec_".length);
+    const stored = await env.DB.prepare(
+      "SELECT snapshot AS text FROM events WHERE workspace_id = ?1 UNION ALL SELECT response AS text FROM idempotency_keys",
+    )
+      .bind(t.workspace.id)
+      .all<{ text: string }>();
+    expect(stored.results.length).toBeGreaterThanOrEqual(2);
+    for (const row of stored.results) expect(row.text).not.toContain(secret);
+    // The replay still answers as the first time.
+    const again = await t.call("PATCH", `${t.ws}/webhook_endpoints/${endpoint.id}`, {
+      body: { description: "kept" },
+      headers: { "idempotency-key": "patch-endpoint-0001" },
+    });
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.text).toBe(patched.text);
   });
 
   it("rejects non-https URLs and unknown event types, naming the field", async () => {

@@ -18,12 +18,18 @@ import { serializeAttempt } from "../webhooks/attempts.schemas";
 // (`snapshotJson`) in the write's own batch; rendering it uses the same serializer as the live
 // answer, so a replay is the same bytes and an event shows the resource as the API does.
 
-type Resource<T extends Table> = { table: T; serialize: (row: T["$inferSelect"]) => unknown };
+type Resource<T extends Table> = {
+  table: T;
+  serialize: (row: T["$inferSelect"]) => unknown;
+  /** Columns the serializer never shows, left out of snapshots too (they would outlive the row's own value). */
+  unshown: readonly string[];
+};
 
-const resource = <T extends Table>(table: T, serialize: (row: T["$inferSelect"]) => unknown): Resource<T> => ({
-  table,
-  serialize,
-});
+const resource = <T extends Table>(
+  table: T,
+  serialize: (row: T["$inferSelect"]) => unknown,
+  unshown: readonly (keyof T["$inferSelect"] & string)[] = [],
+): Resource<T> => ({ table, serialize, unshown });
 
 export const resources = {
   subscriber: resource(subscribers, serializeSubscriber),
@@ -33,7 +39,8 @@ export const resources = {
   operation: resource(operations, serializeOperation),
   /** What `delivery.bounced` and `delivery.complained` events carry (written by the provider webhooks). */
   delivery: resource(deliveries, serializeDelivery),
-  webhook_endpoint: resource(webhookEndpoints, serializeEndpoint),
+  // A signing secret never goes into an event or a key's record, where it would outlive rotate_secret.
+  webhook_endpoint: resource(webhookEndpoints, serializeEndpoint, ["secret"]),
   /** The answer of create and rotate_secret: the only ones that show the secret. */
   webhook_endpoint_with_secret: resource(webhookEndpoints, serializeEndpointWithSecret),
   deleted_webhook_endpoint: resource(webhookEndpoints, serializeDeletedEndpoint),
@@ -52,7 +59,9 @@ export const sqlName = (key: string, column: Column) => (column.keyAsName ? toSn
  * name: `json_object('id', id, 'email', email, …)`. Use it where `kind`'s table is the FROM.
  */
 export const snapshotJson = (kind: ResourceKind): SQL => {
-  const columns = Object.entries(getTableColumns(resources[kind].table as Table)).map(([key, column]) => {
+  const { table, unshown } = resources[kind];
+  const shown = Object.entries(getTableColumns(table as Table)).filter(([key]) => !unshown.includes(key));
+  const columns = shown.map(([key, column]) => {
     const name = sqlName(key, column);
     // Names come from the schema, never from a request.
     return sql`${sql.raw(`'${name}'`)}, ${sql.identifier(name)}`;
