@@ -46,9 +46,9 @@ const config = {
   /** Faults the mock injects per request: 5% answered 500, 2% accepted but never answered. */
   resendErrorRate: Number(process.env.BENCH_RESEND_ERRORS ?? 0.05),
   resendTimeoutRate: Number(process.env.BENCH_RESEND_TIMEOUTS ?? 0.02),
-  /** The content section's send audience (a fan-out workspace of that size is seeded) and rounds. */
   /** Milliseconds added to each of the worker's D1 calls (bench/worker/latency.ts); 0: none. */
   d1LatencyMs: Number(process.env.BENCH_D1_LATENCY_MS ?? 0),
+  /** The content section's send audience (a fan-out workspace of that size is seeded) and rounds. */
   contentAudience: Number(process.env.BENCH_CONTENT_AUDIENCE ?? 100_000),
   contentRounds: Number(process.env.BENCH_CONTENT_ROUNDS ?? 3),
   /** The webhooks section: events (subscriber creations) and how many writes run at once. */

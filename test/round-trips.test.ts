@@ -111,6 +111,9 @@ describe("round trips per route", () => {
     expectBudget(await t.call("GET", `${t.ws}/newsletters`), { db: 1, kv: 0 });
     expectBudget(await t.call("GET", `${t.ws}/segments`), { db: 1, kv: 0 });
     expectBudget(await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries`), { db: 1, kv: 0 });
+    expectBudget(await t.call("GET", `${t.ws}/campaigns/${campaign.id}/stats`), { db: 1, kv: 0 });
+    expectBudget(await t.call("GET", `${t.ws}/events`), { db: 1, kv: 0 });
+    expectBudget(await t.call("GET", `${t.ws}/webhook_endpoints`), { db: 1, kv: 0 });
   });
 });
 

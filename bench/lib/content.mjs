@@ -1,5 +1,5 @@
 // Campaign content: what rendering costs. (1) µs per message for the 20 KB, five-variable template
-// (src/bench/bench.content.ts), timed by the client as POST /bench/render?n=N minus n=0, the median
+// (bench/worker/bench.content.ts), timed by the client as POST /bench/render?n=N minus n=0, the median
 // of rounds; (2) a 100,000-recipient sandbox send with that template beside the same send with no
 // content, in the same run, as a ratio (target: at most 1.5).
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -100,12 +100,6 @@ baselines.get("/cursor", async (c) => {
   return c.json({ position: row.id, cursor });
 });
 
-/**
- * The storage floor of a send's fan-out: every active subscriber of the workspace gets a delivery row
- * for `campaign_id`, read and written in windows of FANOUT_WINDOW with the pipeline's own statements
- * (the page read, then the batched INSERT … SELECT FROM json_each and the operation's counters), each
- * row created already sent, as a sandbox send creates it.
- */
 // Renders `n` messages of the content benchmark's template, as one queue message does: compiled once,
 // then one signed link and one render per recipient. The client times n against n = 0.
 baselines.get("/content-template", (c) => c.json(BENCH_TEMPLATE));
@@ -125,6 +119,12 @@ baselines.post("/render", async (c) => {
   return c.json({ n, bytes });
 });
 
+/**
+ * The storage floor of a send's fan-out: every active subscriber of the workspace gets a delivery row
+ * for `campaign_id`, read and written in windows of FANOUT_WINDOW with the pipeline's own statements
+ * (the page read, then the batched INSERT … SELECT FROM json_each and the operation's counters), each
+ * row created already sent, as a sandbox send creates it.
+ */
 baselines.post("/raw/fanout", async (c) => {
   const { workspace_id: workspaceId, campaign_id: campaignId } = await c.req.json<{ workspace_id: string; campaign_id: string }>();
   const started = Date.now();

@@ -11,7 +11,8 @@ export default {
   ...worker,
   fetch: (request, env, ctx) => {
     const { pathname } = new URL(request.url);
-    return pathname.startsWith("/bench/") ? baselines.fetch(request, env, ctx) : worker.fetch(request, benchEnv(env), ctx);
+    // The baselines get the same (slowed) D1 as the API, so every ratio compares like with like.
+    return pathname.startsWith("/bench/") ? baselines.fetch(request, benchEnv(env), ctx) : worker.fetch(request, benchEnv(env), ctx);
   },
   queue: (batch, env) => worker.queue(batch, benchEnv(env)),
   scheduled: (controller, env) => worker.scheduled(controller, benchEnv(env)),

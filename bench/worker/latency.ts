@@ -41,8 +41,18 @@ export const withLatency = (db: D1Database, ms: number): D1Database => {
   });
 };
 
+// One slowed handle per binding, so what the worker caches per D1 binding (the counted D1, drizzle,
+// the signing key) is cached across requests as it is without the latency.
+const slowed = new WeakMap<D1Database, D1Database>();
+
 /** The env the worker sees: D1 slowed down when BENCH_D1_LATENCY_MS is set, else unchanged. */
 export const benchEnv = (env: Env): Env => {
   const ms = Number((env as Env & { BENCH_D1_LATENCY_MS?: string }).BENCH_D1_LATENCY_MS ?? 0);
-  return ms > 0 ? { ...env, DB: withLatency(env.DB, ms) } : env;
+  if (!(ms > 0)) return env;
+  let db = slowed.get(env.DB);
+  if (!db) {
+    db = withLatency(env.DB, ms);
+    slowed.set(env.DB, db);
+  }
+  return { ...env, DB: db };
 };

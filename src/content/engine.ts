@@ -4,7 +4,7 @@ import { CaptureTag, Context, IncludeTag, Liquid, Tag, type Template, toValue, t
 // `<b>Bob</b>` is shown as that text), `plain` (subject, preheader, text) does not. Neither touches
 // a file system: the tags that would read other templates are replaced by tags that refuse to parse,
 // and `raw` (which would bypass the html escaping) is no filter at all. Variables are checked
-// statically when a template is saved (variables.ts), so rendering is lenient: an unset value is
+// statically when a template is saved (validate.ts), so rendering is lenient: an unset value is
 // empty, never a send-time error.
 
 /** Units of allocation one render may make (range items, filter strings, captures): bounds loops. */
@@ -92,7 +92,3 @@ export const renderIn = (ctx: Context, templates: Template[], maxChars: number):
   toValueSync(plainEngine.renderer.renderTemplates(templates, ctx, emitter));
   return emitter.buffer;
 };
-
-/** Renders parsed `templates` with `scope` in a context of their own. */
-export const renderBounded = (templates: Template[], scope: object, maxChars: number): string =>
-  renderIn(renderContext(scope), templates, maxChars);

@@ -70,7 +70,7 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
     const templates = derived === null ? null : tryParse(derived);
     const footer = htmlFooter ? footerText : null;
     text = templates
-      ? { kind: "template", templates: footer ? [...templates, ...footer] : templates, tidy: derived?.includes("{%") ?? true }
+      ? { kind: "template", templates: footer ? [...templates, ...footer] : templates, tidy: derived?.includes("{%") === true }
       : { kind: "from_rendered_html", html: ownHtml, footer };
   } else {
     text = { kind: "fallback", footer: footerText };

@@ -122,8 +122,6 @@ export const parseTemplate = (field: TemplateField, source: string): Template[] 
 export const usesUnsubscribeUrl = (engine: Engine, templates: Template[]): boolean =>
   "unsubscribe_url" in engine.analyzeSync(templates).globals;
 
-export const engineOf = engineFor;
-
 /** A render failure as the API reports it: the field, the line when known, the problem. */
 export const renderProblem = (field: TemplateField, err: unknown): TemplateError =>
   new TemplateError(field, `${problemOf(err)}${at(err instanceof LiquidError ? lineOf(err) : undefined)}`);

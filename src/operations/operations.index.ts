@@ -28,7 +28,7 @@ export const operationsRouter = createRouter()
   })
   .openapi(getCampaignStats, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
-    const stats = await campaignStats(c.env.DB, workspace_id, campaign_id);
+    const stats = await campaignStats(c.var.db.$client, workspace_id, campaign_id);
     if (!stats) throw notFound("campaign", campaign_id);
     return c.json(envelope({ object: "campaign_stats" as const, campaign_id, ...stats }), 200);
   });

@@ -1,5 +1,6 @@
 import { withOutbox } from "../events/outbox";
-import { backoffSeconds, runStep, type StepDeps } from "./pipeline";
+import { backoffSeconds } from "../lib/backoff";
+import { runStep, type StepDeps } from "./pipeline";
 import { SEND_DEAD_LETTER_QUEUE, SendMessage } from "./messages";
 import { failOperation } from "./send.repository";
 

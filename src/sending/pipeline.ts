@@ -1,4 +1,6 @@
 import { TemplateError } from "../content";
+import { backoffSeconds } from "../lib/backoff";
+import { sha256Hex } from "../lib/crypto";
 import { newId } from "../lib/ids";
 import { signerFor } from "../lib/signing";
 import { type Composer, composeEmail, composerFor } from "./compose";
@@ -254,9 +256,8 @@ const deliver = async (
  * same key; a chunk whose rows changed (some settled since) is another batch with another key.
  */
 export const batchKey = async (operationId: string, deliveryIds: string[]): Promise<string> => {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(deliveryIds.join(",")));
-  const hex = [...new Uint8Array(digest).slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return `${operationId}:${deliveryIds[0] ?? ""}..${deliveryIds.at(-1) ?? ""}:${hex}`;
+  const digest = (await sha256Hex(deliveryIds.join(","))).slice(0, 16);
+  return `${operationId}:${deliveryIds[0] ?? ""}..${deliveryIds.at(-1) ?? ""}:${digest}`;
 };
 
 /**
@@ -289,5 +290,3 @@ const handOver = async (integration: Integration, composer: Composer, operationI
   });
 };
 
-/** Exponential backoff on the message's attempt count, capped at five minutes. */
-export const backoffSeconds = (attempts: number) => Math.min(300, 2 ** Math.max(1, attempts));

@@ -1,3 +1,4 @@
+import { backoffSeconds } from "../lib/backoff";
 import {
   createAttempts,
   findEventForDispatch,
@@ -41,7 +42,7 @@ export const handleWebhookBatch = async (batch: MessageBatch<unknown>, env: Env)
         message.ack();
       } catch (err) {
         logError("webhook_step_failed", { message_id: message.id, attempts: message.attempts }, err);
-        message.retry({ delaySeconds: Math.min(300, 2 ** message.attempts) });
+        message.retry({ delaySeconds: backoffSeconds(message.attempts) });
       }
     }),
   );
@@ -52,7 +53,8 @@ export const dispatchEvent = async (env: Env, eventId: string, now: number): Pro
   const event = await findEventForDispatch(env.DB, eventId);
   if (!event || event.dispatchedAt !== null) return;
   // A test event goes to the tested endpoint only, through the attempt made with it.
-  const endpoints = event.type === "webhook.test" ? [] : await matchingEndpointIds(env.DB, event.workspaceId, event.type);
+  // A test event is born dispatched (it goes to its endpoint through the attempt made with it).
+  const endpoints = await matchingEndpointIds(env.DB, event.workspaceId, event.type);
   const created = await createAttempts(env.DB, event, endpoints, now);
   if (created.length === 0) return;
   try {

@@ -23,8 +23,8 @@ const UNSEEN = `NOT EXISTS (SELECT 1 FROM webhook_receipts WHERE svix_id = ?1)`;
 const OF_MESSAGE = `provider_message_id = ?2 AND ${UNSEEN}`;
 const SUBSCRIBER_OF_MESSAGE = `id IN (SELECT subscriber_id FROM deliveries WHERE provider_message_id = ?2) AND ${UNSEEN}`;
 
-const moveDelivery = (status: keyof typeof rankOf, extra = "") =>
-  `UPDATE deliveries SET status = '${status}'${extra}, updated_at = ?4
+const moveDelivery = (status: keyof typeof rankOf) =>
+  `UPDATE deliveries SET status = '${status}', updated_at = ?4
     WHERE ${OF_MESSAGE} AND status IN ('sent', 'delivered', 'bounced', 'complained') AND ${RANK} < ${rankOf[status]}`;
 
 /** One change an event makes, and the outgoing event (outbox) that reports it when it applies. */

@@ -15,7 +15,8 @@ export const MAX_WEBHOOK_BYTES = 256 * 1024;
 const invalidSignature = (why: string) => new ApiError("invalid_signature", `The webhook signature could not be verified: ${why}`);
 
 /** Checks svix-id / svix-timestamp (within 5 minutes) / svix-signature against the raw body. */
-const verify = (secret: string, headers: Headers, body: string) => {
+/** The verified body, parsed (the library parses it once the signature holds). */
+const verify = (secret: string, headers: Headers, body: string): unknown => {
   let webhook: Webhook;
   try {
     webhook = new Webhook(secret);
@@ -23,7 +24,7 @@ const verify = (secret: string, headers: Headers, body: string) => {
     throw new ApiError("configuration_error", "RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret; set it to the one Resend shows");
   }
   try {
-    webhook.verify(body, {
+    return webhook.verify(body, {
       "webhook-id": headers.get("svix-id") ?? "",
       "webhook-timestamp": headers.get("svix-timestamp") ?? "",
       "webhook-signature": headers.get("svix-signature") ?? "",
@@ -60,14 +61,7 @@ export const resendWebhookRouter = new Hono<AppEnv>().post("/webhooks/resend", a
   if (!secret) throw new ApiError("not_found", "No route for POST /webhooks/resend");
   const bytes = await readCapped(c, MAX_WEBHOOK_BYTES);
   const body = new TextDecoder().decode(bytes);
-  verify(secret, c.req.raw.headers, body);
-
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    throw new ApiError("invalid_json", "The webhook body is not valid JSON");
-  }
+  const parsed = verify(secret, c.req.raw.headers, body);
   const now = Date.now();
   const event = toEvent(c.req.header("svix-id") ?? "", parsed, now);
   // 2xx for everything verified, so Resend stops retrying; `result` says what happened.
