@@ -83,6 +83,20 @@ describe("campaign content over the API", () => {
     expect((await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data.subject).toBe("New {{ subscriber.email }}");
   });
 
+  it("edits a scheduled campaign, and moving its time moves its send", async () => {
+    const t = await tenant();
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const c = await campaignWith(t, { scheduled_at: at });
+    const op = await sendCampaign(t, c.id);
+    expect((await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data.status).toBe("scheduled");
+    const later = new Date(Date.now() + 7_200_000).toISOString();
+    const res = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { subject: "Rescheduled", scheduled_at: later } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ status: "scheduled", subject: "Rescheduled", scheduled_at: later });
+    const row = await env.DB.prepare("SELECT status, start_at FROM operations WHERE id = ?").bind(op.id).first<{ status: string; start_at: number }>();
+    expect(row).toEqual({ status: "queued", start_at: Date.parse(later) });
+  });
+
   it("gives newsletters an address, and edits them", async () => {
     const t = await tenant();
     const n = await createNewsletter(t, { address: "  1 Main Street  " });

@@ -40,6 +40,11 @@ describe("rendering", () => {
     expect(m.subject).toBe("Hi <b>Bob</b>");
   });
 
+  it("an explicit escape in html escapes once, not twice", () => {
+    const m = render({ html: '<p>{{ subscriber.name | escape }} {{ "a&b" | escape_once }}</p>', text: "x {{ unsubscribe_url }}" });
+    expect(m.html).toContain("<p>&lt;b&gt;Bob&lt;/b&gt; a&amp;b</p>");
+  });
+
   it("applies the usual filters and renders every variable", () => {
     const m = render(
       {

@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
-import { allDeliveries, createCampaign, type Delivery } from "./send.fixtures";
+import { allDeliveries, CapturedQueue, createCampaign, type Delivery } from "./send.fixtures";
+import { createEndpoint } from "./webhooks.fixtures";
 import { harness, send } from "./send.harness";
 
 const SECRET = `whsec_${btoa("resend-webhook-test-secret-32byte")}`;
@@ -165,6 +166,21 @@ describe("POST /webhooks/resend: outgoing events (outbox)", () => {
     ((await s.h.t.call("GET", `${s.h.t.ws}/events?limit=100`)).body.data as { type: string; data: { object: { id: string; status: string } } }[])
       .filter((e) => e.type.startsWith("delivery.") || e.type === "subscriber.bounced" || e.type === "subscriber.unsubscribed")
       .map((e) => [e.type, e.data.object.id, e.data.object.status]);
+
+  it("hands the events it writes to the webhook queue when an endpoint takes them", async () => {
+    const s = await sentCampaign(1);
+    await createEndpoint(s.h.t, { events: ["delivery.bounced", "subscriber.bounced"] });
+    const [hard] = s.deliveries as [Delivery];
+    const queue = new CapturedQueue();
+    const bounce = event("email.bounced", hard.provider_message_id ?? "", { bounce: { type: "Permanent" } });
+    expect((await post({ ...s.h.env, WEBHOOK_QUEUE: queue.asBinding() }, { body: bounce })).status).toBe(200);
+    const written = (await s.h.t.call("GET", `${s.h.t.ws}/events?limit=2`)).body.data as { id: string; type: string }[];
+    expect(written.map((e) => e.type).sort()).toEqual(["delivery.bounced", "subscriber.bounced"]);
+    await vi.waitFor(() => expect(queue.messages).toHaveLength(2));
+    expect(queue.messages.map((m) => m.body).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual(
+      written.map((e) => ({ type: "dispatch", event_id: e.id })).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+    );
+  });
 
   it("a permanent bounce writes delivery.bounced and subscriber.bounced with the rows as they became; a duplicate writes none", async () => {
     const s = await sentCampaign(2);

@@ -6,7 +6,7 @@ import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE, MAX_DELIVERY_ATTEMPTS } from
 import { HEDGE_AFTER_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
-import { allDeliveries, createCampaign, type Tenant } from "./send.fixtures";
+import { allDeliveries, createCampaign, createNewsletter, type Tenant } from "./send.fixtures";
 import { harness, operationOf, send } from "./send.harness";
 
 // These tests drive the queue handler themselves, message by message, so faults can be injected
@@ -55,7 +55,9 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     const [first, second] = await seedSubscribers(h.t.workspace.id, 2);
     await env.DB.prepare("UPDATE subscribers SET name = '<i>Ann</i>', tags = '[\"vip\"]', location = 'Oslo' WHERE id = ?").bind(first).run();
     const resend = mockResend();
+    const newsletter = await createNewsletter(h.t, { reply_to: "editor@example.com" });
     const campaign = await createCampaign(h.t, {
+      newsletter_id: newsletter.id,
       subject: "{{ subscriber.name | default: 'Friend' }}, your notes",
       preheader: "From {{ subscriber.location | default: 'anywhere' }}",
       html: '<html><body><p>Hi {{ subscriber.name }}</p>{% for t in subscriber.tags %}<b>{{ t | upcase }}</b>{% endfor %}<a href="https://example.com">Read</a></body></html>',
@@ -71,7 +73,8 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
       expect(preview.status, preview.text).toBe(200);
       const p = preview.body.data;
       const got = received.find((r) => r.to[0] === p.to);
-      expect(got).toEqual({ from: p.from, to: [p.to], subject: p.subject, html: p.html, text: p.text, headers: p.headers });
+      expect(got).toEqual({ from: p.from, reply_to: p.reply_to, to: [p.to], subject: p.subject, html: p.html, text: p.text, headers: p.headers });
+      expect(p.reply_to).toBe("editor@example.com");
     }
     const ann = received.find((r) => r.subject === "<i>Ann</i>, your notes");
     expect(ann?.html).toContain("<p>Hi &lt;i&gt;Ann&lt;/i&gt;</p><b>VIP</b>");
