@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
+import { RECEIPT_TTL_MS, sweepWebhooks } from "../src/webhooks/sweep";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, CapturedQueue, createCampaign, type Delivery } from "./send.fixtures";
@@ -158,6 +159,17 @@ describe("POST /webhooks/resend: effects", () => {
     await s.h.t.call("PATCH", `${s.h.t.ws}/subscribers/${d.subscriber_id}`, { body: { status: "active" } });
     expect((await post(s.h.env, { id: "msg_complaint", body: event("email.complained", d.provider_message_id ?? "") })).body.data.result).toBe("duplicate");
     expect(await s.subscriberStatus(d.subscriber_id)).toBe("active");
+  });
+});
+
+describe("receipts", () => {
+  it("the sweeper drops receipts a week old, and keeps newer ones", async () => {
+    const now = Date.now();
+    const insert = env.DB.prepare("INSERT INTO webhook_receipts (svix_id, event_type, received_at) VALUES (?, 'email.delivered', ?)");
+    await env.DB.batch([insert.bind("msg_old", now - RECEIPT_TTL_MS - 1), insert.bind("msg_recent", now - RECEIPT_TTL_MS + 60_000)]);
+    await sweepWebhooks(env, now);
+    const left = await env.DB.prepare("SELECT svix_id FROM webhook_receipts ORDER BY svix_id").all<{ svix_id: string }>();
+    expect(left.results.map((r) => r.svix_id)).toEqual(["msg_recent"]);
   });
 });
 

@@ -233,11 +233,16 @@ export const deliveries = sqliteTable(
  * Every Resend webhook applied, by its `svix-id`: inserted in the same batch as its effects, so a
  * redelivered event (Svix retries until it gets a 2xx) changes nothing the second time.
  */
-export const webhookReceipts = sqliteTable("webhook_receipts", {
-  svixId: text().primaryKey(),
-  eventType: text().notNull(),
-  receivedAt: integer().notNull(),
-});
+export const webhookReceipts = sqliteTable(
+  "webhook_receipts",
+  {
+    svixId: text().primaryKey(),
+    eventType: text().notNull(),
+    receivedAt: integer().notNull(),
+  },
+  // The sweeper drops receipts past any redelivery (src/webhooks/sweep.ts), oldest first.
+  (t) => [index("webhook_receipts_received_at_idx").on(t.receivedAt)],
+);
 
 /**
  * One record per Idempotency-Key, written in the same D1 batch as the write it answers for (or, for an

@@ -1,6 +1,7 @@
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { deliveries, operations } from "../db/schema";
+import type { CampaignStats } from "./operations.schemas";
 
 export type OperationRow = typeof operations.$inferSelect;
 
@@ -20,18 +21,7 @@ export const listDeliveriesPage = (db: Db, campaignId: string, after: string | u
     .orderBy(desc(deliveries.id))
     .limit(take);
 
-type StatsRow = {
-  recipients: number;
-  queued: number;
-  sent: number;
-  delivered: number;
-  bounced: number;
-  complained: number;
-  failed: number;
-  opened: number;
-  clicked: number;
-  unsubscribed: number;
-};
+type StatsRow = Omit<CampaignStats, "object" | "campaign_id">;
 
 /** Exact counts over a campaign's deliveries, in one query; undefined when the campaign is not in the workspace. */
 export const campaignStats = (d1: D1Database, workspaceId: string, campaignId: string) =>

@@ -195,6 +195,8 @@ const recipientInactive: DeliveryError = {
   message: "The subscriber was no longer active when the delivery's turn came; nothing was sent",
 };
 
+const noOutcome: DeliveryError = { code: "provider_no_answer", message: "The provider gave no outcome for this message" };
+
 const notConfigured = (slug: string): DeliveryError => ({
   code: "integration_not_configured",
   message: `The ${slug} integration is not configured in this deployment`,
@@ -218,9 +220,12 @@ const deliver = async (
   const composer = integration ? await loadComposer(deps, op.campaignId) : undefined;
   if (integration && !composer) return;
 
-  const outcomes = integration && composer ? await handOver(integration, composer, op.id, rows) : rows.map(() => undefined);
-  const deferred = outcomes.find((o) => o?.kind === "deferred");
-  if (deferred?.kind === "deferred") {
+  const outcomes: SendOutcome[] =
+    integration && composer
+      ? await handOver(integration, composer, op.id, rows)
+      : rows.map(() => ({ kind: "failed", error: notConfigured(op.deliveryIntegration) }));
+  const deferred = outcomes.find((o): o is Extract<SendOutcome, { kind: "deferred" }> => o.kind === "deferred");
+  if (deferred) {
     // Nothing was handed over (no provider slot soon enough): the rows stay as they are, and a fresh
     // message asks again later, so waiting for the provider's rate costs no attempt and no retry of
     // this message. A copy left by a crash before the ack reads the same rows and asks under the same key.
@@ -233,7 +238,7 @@ const deliver = async (
   const results: DeliveryResults = { sent: [], failed: [], retry: [] };
   let retryAfter = 0;
   rows.forEach((row, i) => {
-    const outcome: SendOutcome = outcomes[i] ?? { kind: "failed", error: notConfigured(op.deliveryIntegration) };
+    const outcome: SendOutcome = outcomes[i] ?? { kind: "retry", error: noOutcome };
     if (outcome.kind === "sent") results.sent.push({ id: row.id, providerMessageId: outcome.providerMessageId });
     else if (outcome.kind === "failed" || row.attempts + 1 >= MAX_DELIVERY_ATTEMPTS) {
       results.failed.push({ id: row.id, error: outcome.error, attempted: row.active && integration !== undefined });
@@ -284,7 +289,7 @@ const handOver = async (integration: Integration, composer: Composer, operationI
   const pending = sent.find((o) => o.kind === "retry" || o.kind === "deferred");
   let next = 0;
   return local.map((x): SendOutcome => {
-    if (!("kind" in x)) return sent[next++] ?? { kind: "retry", error: { code: "provider_no_answer", message: "The provider gave no outcome for this message" } };
+    if (!("kind" in x)) return sent[next++] ?? { kind: "retry", error: noOutcome };
     if (pending?.kind === "deferred") return pending;
     return pending?.kind === "retry" && x.kind === "failed" ? { kind: "retry", error: x.error, retryAfterSeconds: pending.retryAfterSeconds } : x;
   });

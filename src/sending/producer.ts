@@ -24,13 +24,6 @@ export type SendRequest = {
  * sandbox. An unknown or unconfigured name is a 400.
  */
 export const chooseIntegration = (requested: string | undefined, mode: CredentialMode, env: Env) => {
-  if (requested === undefined && mode === "live" && !resolveIntegration("resend", env)) {
-    throw new ApiError(
-      "integration_not_configured",
-      "No real integration is configured in this deployment (set RESEND_API_KEY); name integration_slug sandbox to run a live send without mailing",
-      { param: "integration_slug" },
-    );
-  }
   const slug = requested ?? (mode === "live" ? "resend" : "sandbox");
   if (!isIntegrationSlug(slug)) {
     throw new ApiError("unknown_integration", `No integration is named ${slug}; use one of: ${integrationSlugs.join(", ")}`, {
@@ -39,6 +32,14 @@ export const chooseIntegration = (requested: string | undefined, mode: Credentia
   }
   const deliveryIntegration = mode === "test" ? "sandbox" : slug;
   const integration = resolveIntegration(deliveryIntegration, env);
+  if (!integration && requested === undefined) {
+    // Only a live request naming none gets here (a test one always has the sandbox).
+    throw new ApiError(
+      "integration_not_configured",
+      "No real integration is configured in this deployment (set RESEND_API_KEY); name integration_slug sandbox to run a live send without mailing",
+      { param: "integration_slug" },
+    );
+  }
   if (!integration) {
     throw new ApiError("unknown_integration", `The ${slug} integration is not configured in this deployment`, {
       param: "integration_slug",

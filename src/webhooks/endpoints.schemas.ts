@@ -3,7 +3,7 @@ import { eventTypes, type webhookEndpoints } from "../db/schema";
 import { afterQuery, bodyString, idParam, isoDateTime, limitQuery, optionalText, WorkspaceParams } from "../lib/schemas";
 import { iso } from "../lib/time";
 import { webhookUrlPattern } from "../lib/text-patterns";
-import { endpointUrlProblem, URL_MAX_LENGTH } from "./url-rules";
+import { URL_MAX_LENGTH } from "./url-rules";
 
 export const MAX_ENDPOINTS_PER_WORKSPACE = 20;
 
@@ -16,11 +16,6 @@ const endpointUrl = bodyString()
   .max(URL_MAX_LENGTH)
   .regex(new RegExp(webhookUrlPattern), {
     error: "must be an https URL to a host name or IPv4 address (http only for localhost and 127.0.0.1), without user info, fragment or spaces",
-    abort: true,
-  })
-  .check((ctx) => {
-    const problem = endpointUrlProblem(ctx.value);
-    if (problem) ctx.issues.push({ code: "custom", message: problem, input: ctx.value, continue: false });
   })
   .openapi({
     format: "uri",

@@ -105,3 +105,14 @@ export const applyFeedback = async (
   const changed = results.slice(0, -1).reduce((sum, r) => sum + (r.meta.changes ?? 0), 0);
   return changed > 0 ? "applied" : "ignored";
 };
+
+/** Deletes up to `take` receipts received before `before`, oldest first; returns how many. */
+export const deleteReceiptsBefore = async (d1: D1Database, before: number, take: number): Promise<number> => {
+  const { meta } = await d1
+    .prepare(
+      `DELETE FROM webhook_receipts WHERE svix_id IN (SELECT svix_id FROM webhook_receipts WHERE received_at < ?1 ORDER BY received_at LIMIT ?2)`,
+    )
+    .bind(before, take)
+    .run();
+  return meta.changes;
+};

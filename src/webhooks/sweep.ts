@@ -1,7 +1,13 @@
 import { findStalledAttempts, findUndispatchedEvents } from "./attempts.repository";
+import { deleteReceiptsBefore } from "./feedback.repository";
 import type { WebhookMessage } from "./messages";
 
 const MINUTE = 60_000;
+/**
+ * How long a provider event's receipt is kept: Resend (Svix) stops redelivering an event within a few
+ * days. A copy arriving later still changes nothing that moved on, since effects only move forward.
+ */
+export const RECEIPT_TTL_MS = 7 * 24 * 60 * MINUTE;
 
 /**
  * The cron's part for webhooks: events whose dispatch was never enqueued (a crash between a write's
@@ -18,4 +24,12 @@ export const sweepWebhooks = async (env: Env, now: number): Promise<void> => {
     ...stalled.map((a) => ({ body: { type: "deliver", attempt_id: a.id, try: a.attempts } as const })),
   ];
   for (let i = 0; i < requests.length; i += 100) await env.WEBHOOK_QUEUE.sendBatch(requests.slice(i, i + 100));
+  await purgeReceipts(env.DB, now - RECEIPT_TTL_MS);
+};
+
+/** Receipts older than `before`, in bounded deletes (up to 10,000 a sweep), so the table does not grow for ever. */
+const purgeReceipts = async (d1: D1Database, before: number) => {
+  for (let round = 0; round < 10; round++) {
+    if ((await deleteReceiptsBefore(d1, before, 1000)) < 1000) return;
+  }
 };

@@ -1,23 +1,9 @@
-// Where webhook endpoints may point. Workers cannot resolve DNS, so the live-mode rule is a check of
-// literal addresses: a public name that resolves to a private address is not caught here.
+// Where webhook endpoints may point. The static rules (https, or http to localhost in development; no
+// user info) are the schema's pattern (webhookUrlPattern in src/lib/text-patterns.ts). Workers cannot
+// resolve DNS, so the live-mode rule is a check of literal addresses: a public name that resolves to a
+// private address is not caught here.
 
 export const URL_MAX_LENGTH = 2048;
-
-const DEVELOPMENT_HOSTS = new Set(["localhost", "127.0.0.1"]);
-
-/** The static rules (any mode): a problem to report, or undefined. */
-export const endpointUrlProblem = (value: string): string | undefined => {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return "must be an absolute URL";
-  }
-  if (url.username || url.password) return "must not contain a user name or password";
-  if (url.protocol === "https:") return undefined;
-  if (url.protocol === "http:" && DEVELOPMENT_HOSTS.has(url.hostname)) return undefined;
-  return "must use https (http only for localhost and 127.0.0.1, in development)";
-};
 
 /** Live mode only: hosts that name this machine or a private network. */
 export const liveUrlProblem = (value: string): string | undefined => {

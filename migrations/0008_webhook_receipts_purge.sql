@@ -1,0 +1,1 @@
+CREATE INDEX `webhook_receipts_received_at_idx` ON `webhook_receipts` (`received_at`);
