@@ -89,9 +89,7 @@ export const updateCampaignStatements = (db: Db, workspaceId: string, id: string
         eq(operations.campaignId, id),
         eq(operations.status, "queued"),
         sql`EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ${id} AND c.workspace_id = ${workspaceId} AND c.status = 'scheduled')`,
-        typeof changes.segmentId === "string"
-          ? sql`EXISTS (SELECT 1 FROM segments s WHERE s.id = ${changes.segmentId} AND s.workspace_id = ${workspaceId})`
-          : undefined,
+        segmentExists(workspaceId, changes.segmentId),
       ),
     );
   return [reschedule, update];

@@ -1,7 +1,7 @@
 import { Hono, type Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { ApiError } from "../errors/api-error";
-import { withOutbox } from "../events/outbox";
+import { requestOutbox } from "../events/outbox";
 import type { AppEnv } from "../lib/types";
 import { secondsLeftInWindow } from "../middleware/auth";
 import { readCapped } from "../middleware/request-context";
@@ -20,9 +20,6 @@ import { readUnsubscribeToken, type UnsubscribeTarget } from "./unsubscribe-toke
 // people). No credential; the signed token is the authority. A GET never changes anything; a POST
 // changes the subscriber and the delivery in one atomic batch and is idempotent.
 
-/** The page's batches write the subscriber's event; its dispatch runs beside the answer. */
-const outboxDb = (c: Context<AppEnv>) =>
-  withOutbox(c.var.db.$client, c.env.WEBHOOK_QUEUE, (promise) => c.executionCtx.waitUntil(promise));
 
 /** Bodies a one-click POST or the page's form may carry; anything larger is refused unread. */
 const MAX_FORM_BYTES = 8 * 1024;
@@ -106,7 +103,7 @@ export const consentRouter = new Hono<AppEnv>()
     if (!target) return respond(invalidLinkPage());
     const form = await checkForm(c);
     if (!form.ok) return form.page;
-    const state = await unsubscribeThroughLink(outboxDb(c), target, Date.now());
+    const state = await unsubscribeThroughLink(requestOutbox(c), target, Date.now());
     if (!state) return respond(invalidLinkPage());
     const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };
     return respond(unsubscribedPage(subject, state.canResubscribe));
@@ -116,7 +113,7 @@ export const consentRouter = new Hono<AppEnv>()
     if (!target) return respond(invalidLinkPage());
     const form = await checkForm(c);
     if (!form.ok) return form.page;
-    const { changed, state } = await resubscribeThroughLink(outboxDb(c), target, Date.now());
+    const { changed, state } = await resubscribeThroughLink(requestOutbox(c), target, Date.now());
     if (!state) return respond(invalidLinkPage());
     const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };
     // A repeated resubscribe of an active subscriber answers as the first did.

@@ -87,11 +87,10 @@ export const resubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
             AND EXISTS (SELECT 1 FROM deliveries d WHERE d.campaign_id = ?2 AND d.subscriber_id = ?1 AND d.unsubscribed_at IS NOT NULL)`,
       )
       .bind(target.subscriberId, target.campaignId, now),
-    d1.prepare("SELECT changes() AS changed"),
-    // Back to active is a change of the subscriber like any other; the SELECT above keeps changes() as is.
+    // Back to active is a change of the subscriber like any other.
     ...eventStatements(d1, [{ type: "subscriber.updated", resource: "subscriber", id: target.subscriberId }], now),
     stateStatement(d1, target),
   ]);
-  const changed = (results[1]?.results[0] as { changed?: number } | undefined)?.changed === 1;
+  const changed = results[0]?.meta.changes === 1;
   return { changed, state: toState(results.at(-1)?.results[0]) };
 };

@@ -1,4 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
+import type { Context } from "hono";
+import type { AppEnv } from "../lib/types";
 import { createDb } from "../db/client";
 import { newId } from "../lib/ids";
 import type { WebhookMessage } from "../webhooks/messages";
@@ -108,3 +110,7 @@ export const withOutbox = (d1: D1Database, queue: Queue, waitUntil?: (promise: P
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
+
+/** An HTTP request's D1 (counted in its Server-Timing) as an outbox: written events are dispatched beside the answer. */
+export const requestOutbox = (c: Context<AppEnv>): D1Database =>
+  withOutbox(c.var.db.$client, c.env.WEBHOOK_QUEUE, (promise) => c.executionCtx.waitUntil(promise));

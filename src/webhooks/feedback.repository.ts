@@ -96,11 +96,9 @@ export const applyFeedback = async (
   d1: D1Database,
   event: FeedbackEvent,
   now: number,
-  dispatch: (statements: D1PreparedStatement[], results: D1Result[]) => void,
 ): Promise<"applied" | "ignored" | "duplicate"> => {
-  const statements = feedbackStatements(d1, event, now);
-  const results = await d1.batch(statements);
-  dispatch(statements, results);
+  // `d1` is an outbox (withOutbox): the events the batch writes are dispatched once it commits.
+  const results = await d1.batch(feedbackStatements(d1, event, now));
   if ((results.at(-1)?.results.length ?? 0) === 0) return "duplicate";
   const changed = results.slice(0, -1).reduce((sum, r) => sum + (r.meta.changes ?? 0), 0);
   return changed > 0 ? "applied" : "ignored";

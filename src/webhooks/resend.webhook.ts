@@ -3,7 +3,7 @@ import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import { ApiError } from "../errors/api-error";
 import type { AppEnv } from "../lib/types";
 import { readCapped } from "../middleware/request-context";
-import { dispatchWritten } from "../events/outbox";
+import { requestOutbox } from "../events/outbox";
 import { applyFeedback, type FeedbackEvent } from "./feedback.repository";
 
 // POST /webhooks/resend: Resend's delivery feedback, signed as Svix signs (the Standard Webhooks
@@ -65,8 +65,6 @@ export const resendWebhookRouter = new Hono<AppEnv>().post("/webhooks/resend", a
   const now = Date.now();
   const event = toEvent(c.req.header("svix-id") ?? "", parsed, now);
   // 2xx for everything verified, so Resend stops retrying; `result` says what happened.
-  const result = await applyFeedback(c.env.DB, event, now, (statements, results) =>
-    c.executionCtx.waitUntil(dispatchWritten(c.env.WEBHOOK_QUEUE, statements, results)),
-  );
+  const result = await applyFeedback(requestOutbox(c), event, now);
   return c.json({ data: { object: "webhook_receipt", id: event.svixId, type: event.type, result } }, 200);
 });
