@@ -2,6 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { events, type eventTypes, webhookEndpoints } from "../db/schema";
 import { resources, type ResourceKind, snapshotJson } from "../idempotency/resources";
+import { endpointTakes } from "../webhooks/endpoint-match";
 
 // One event as one SQL statement: INSERT … SELECT from the resource's own row, guarded by a condition
 // evaluated inside the batch, so the event exists iff the change it reports committed.
@@ -39,9 +40,7 @@ export type EventStatementSpec = EventSpec & {
  */
 const bornDispatched = (table: SQL, type: EventType | SQL, now: number) => sql`
   CASE WHEN EXISTS (
-    SELECT 1 FROM ${webhookEndpoints} e
-     WHERE e.workspace_id = ${table}.workspace_id AND e.enabled = 1 AND e.deleted_at IS NULL
-       AND EXISTS (SELECT 1 FROM json_each(e.events) WHERE value IN (${type}, '*'))
+    SELECT 1 FROM ${webhookEndpoints} e WHERE e.workspace_id = ${table}.workspace_id AND ${endpointTakes("e", type)}
   ) THEN NULL ELSE ${now} END`;
 
 export const eventStatement = (db: Db, spec: EventStatementSpec) => {

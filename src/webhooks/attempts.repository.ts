@@ -1,4 +1,7 @@
+import { sql } from "drizzle-orm";
+import { createDb } from "../db/client";
 import { newId } from "../lib/ids";
+import { endpointTakes } from "./endpoint-match";
 import { RETRY_DELAYS_SECONDS } from "./messages";
 
 // The delivery side of the outbox: an event's attempts (one per matching endpoint) and each try's
@@ -15,17 +18,12 @@ export const findEventForDispatch = async (d1: D1Database, eventId: string): Pro
   return row ? { id: row.id, workspaceId: row.workspace_id, type: row.type, dispatchedAt: row.dispatched_at } : undefined;
 };
 
-/** Endpoints of the workspace that take this type: enabled, not deleted, listing the type or "*". */
+/** Endpoints of the workspace that take this type (`endpointTakes`). */
 export const matchingEndpointIds = async (d1: D1Database, workspaceId: string, type: string): Promise<string[]> => {
-  const { results } = await d1
-    .prepare(
-      `SELECT id FROM webhook_endpoints
-        WHERE workspace_id = ?1 AND enabled = 1 AND deleted_at IS NULL
-          AND EXISTS (SELECT 1 FROM json_each(webhook_endpoints.events) WHERE value IN (?2, '*'))`,
-    )
-    .bind(workspaceId, type)
-    .all<{ id: string }>();
-  return results.map((r) => r.id);
+  const rows = await createDb(d1).all<{ id: string }>(
+    sql`SELECT e.id FROM webhook_endpoints e WHERE e.workspace_id = ${workspaceId} AND ${endpointTakes("e", type)}`,
+  );
+  return rows.map((r) => r.id);
 };
 
 /**
