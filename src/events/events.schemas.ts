@@ -28,8 +28,16 @@ export const EventSchema = z
 
 export type EventRow = typeof events.$inferSelect;
 
-export const serializeEvent = (row: EventRow): z.infer<typeof EventSchema> => {
-  const kind = row.resource as ResourceKind;
-  const object = serializeResource(kind, rowFromSnapshot(kind, JSON.parse(row.snapshot) as Record<string, unknown>));
-  return { id: row.id, object: "event", type: row.type, created_at: iso(row.createdAt), data: { object: object as Record<string, unknown> } };
+/** The resource an event carries, as the API shows it: its snapshot through the resource's serializer. */
+export const eventObject = (event: Pick<EventRow, "resource" | "snapshot">): Record<string, unknown> => {
+  const kind = event.resource as ResourceKind;
+  return serializeResource(kind, rowFromSnapshot(kind, JSON.parse(event.snapshot) as Record<string, unknown>)) as Record<string, unknown>;
 };
+
+export const serializeEvent = (row: EventRow): z.infer<typeof EventSchema> => ({
+  id: row.id,
+  object: "event",
+  type: row.type,
+  created_at: iso(row.createdAt),
+  data: { object: eventObject(row) },
+});

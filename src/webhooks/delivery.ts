@@ -1,5 +1,5 @@
 import { Webhook } from "standardwebhooks";
-import { type ResourceKind, rowFromSnapshot, serializeResource } from "../idempotency/resources";
+import { eventObject } from "../events/events.schemas";
 import { iso } from "../lib/time";
 import type { TryContext, TryOutcome } from "./attempts.repository";
 
@@ -9,11 +9,8 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 const ERROR_BODY_BYTES = 256;
 
 /** The event as delivered: the Standard Webhooks body `{type, timestamp, data}`. */
-export const eventPayload = (event: TryContext["event"]) => {
-  const kind = event.resource as ResourceKind;
-  const object = serializeResource(kind, rowFromSnapshot(kind, JSON.parse(event.snapshot) as Record<string, unknown>));
-  return JSON.stringify({ type: event.type, timestamp: iso(event.createdAt), data: { object } });
-};
+export const eventPayload = (event: TryContext["event"]) =>
+  JSON.stringify({ type: event.type, timestamp: iso(event.createdAt), data: { object: eventObject(event) } });
 
 /** The Standard Webhooks headers for `body`, signed now with the endpoint's secret. */
 export const signedHeaders = (secret: string, eventId: string, body: string, now: number) => {
