@@ -28,7 +28,7 @@ export const createCampaign = apiRoute({
   tags: ["Campaigns"],
   summary: "Create a campaign",
   description:
-    "Creates a `draft` from a newsletter and an optional segment, with its content: `subject`, `preheader`, `html` and `text` are Liquid templates, checked here (a syntax error or an unknown variable is a 400 `validation_failed` naming the field and the line). A `newsletter_id` or `segment_id` that names nothing in the workspace is a 400 `resource_missing`. Bodies up to 2 MiB.",
+    "Creates a `draft` from a newsletter and an optional segment, with its content: `subject`, `preheader`, `html` and `text` are Liquid templates, checked here (a syntax error or an unknown variable is a 400 `validation_failed` naming the field and the line). A `newsletter_id` or `segment_id` that names nothing in the workspace is a 400 `resource_missing`.",
   scope: "campaigns:write",
   idempotent: true,
   maxBodyBytes: CONTENT_BODY_BYTES,
@@ -92,7 +92,7 @@ export const updateCampaign = apiRoute({
   tags: ["Campaigns"],
   summary: "Update a campaign",
   description:
-    "Changes any of `subject`, `preheader`, `html`, `text`, `segment_id`, `scheduled_at` (at least one) of a `draft` or `scheduled` campaign; any other status is a 409 `campaign_not_editable`. Templates are checked as on create. A new `scheduled_at` of a scheduled campaign moves its send. Bodies up to 2 MiB.",
+    "Changes any of `subject`, `preheader`, `html`, `text`, `segment_id`, `scheduled_at` (at least one) of a `draft` or `scheduled` campaign; any other status is a 409 `campaign_not_editable`. Templates are checked as on create. A new `scheduled_at` of a scheduled campaign moves its send.",
   scope: "campaigns:write",
   idempotent: true,
   maxBodyBytes: CONTENT_BODY_BYTES,

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { MAX_BODY_BYTES } from "../middleware/request-context";
 import { type ErrorCode, errorCodes } from "./api-error";
 
 export const ErrorSchema = z
@@ -41,8 +42,13 @@ const unauthorized = json("missing_credential or invalid_credential", {
   "WWW-Authenticate": { description: "The bearer challenge.", schema: { type: "string" } },
 });
 
+const sizeText = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`);
+
+/** The 413 of a route whose bodies may be up to `maxBytes`. */
+export const payloadTooLarge = (maxBytes: number) => json(`payload_too_large: body over ${sizeText(maxBytes)}`);
+
 const body = {
-  413: json("payload_too_large: body over 64 KiB"),
+  413: payloadTooLarge(MAX_BODY_BYTES),
   415: json("unsupported_media_type: body is not application/json"),
 } as const;
 

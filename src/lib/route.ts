@@ -1,7 +1,7 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
-import { readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
+import { payloadTooLarge, readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
 import { requireScope, workspaceAccess } from "../middleware/auth";
 import { IdempotencyHeaders, idempotency } from "../middleware/idempotency";
 import { jsonBody, readJsonBody } from "../middleware/request-context";
@@ -38,7 +38,11 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
     ...(route.request?.body ? [maxBodyBytes === undefined ? jsonBody : readJsonBody(maxBodyBytes)] : []),
     ...(idempotent ? [idempotency] : []),
   ];
-  const errors = idempotent ? writeErrorResponses : readErrorResponses;
+  // A route taking larger bodies says so where its 413 is described.
+  const errors = {
+    ...(idempotent ? writeErrorResponses : readErrorResponses),
+    ...(route.request?.body && maxBodyBytes !== undefined && { 413: payloadTooLarge(maxBodyBytes) }),
+  };
   const responses = Object.fromEntries(
     Object.entries({ ...errors, ...route.responses }).map(([status, response]) => [
       status,
