@@ -106,6 +106,18 @@ describe("configuration problems", () => {
     expect(health.body.checks.bindings).toEqual({ status: "failed", message: expect.stringMatching(/^missing: IDEMPOTENCY_KV/) });
   });
 
+  it("the Resend pacer is needed only once Resend is configured", async () => {
+    const t = await tenant();
+    const withoutKey = withEnv({ RESEND_API_KEY: undefined, RESEND_PACER: undefined as unknown as Env["RESEND_PACER"] });
+    expect((await withoutKey("GET", "/v1/workspaces", t.token)).status).toBe(200);
+    expect((await withoutKey("GET", "/health")).body.checks.bindings.message).not.toContain("RESEND_PACER");
+    const withKey = withEnv({ RESEND_API_KEY: "re_key", RESEND_PACER: undefined as unknown as Env["RESEND_PACER"] });
+    const res = await withKey("GET", "/v1/workspaces", t.token);
+    expect(res.status).toBe(503);
+    expect(res.body.error.message).toMatch(/RESEND_PACER binding/);
+    expect((await withKey("GET", "/health")).body.checks.bindings).toEqual({ status: "failed", message: expect.stringMatching(/^missing: RESEND_PACER/) });
+  });
+
   it("a database without its migrations: 503 configuration_error with the command to run, and /health says so", async () => {
     await env.DB.exec("DROP TABLE service_keys");
     vi.spyOn(console, "error").mockImplementation(() => {});

@@ -3,30 +3,40 @@ import { ApiError } from "./api-error";
 // A deployment that lacks something it needs answers 503 configuration_error naming what is missing
 // and how to fix it (and /health lists the same), never an opaque 500.
 
-/** The bindings every API request relies on, with what each is for. */
+type Requirement = { for: string; /** Needed only when this holds (always, without it). */ when?: (env: Env) => boolean };
+
+/** The bindings API requests rely on, with what each is for and, for some, when it is needed. */
 export const requiredBindings = {
-  DB: "D1 database (all data)",
-  IDEMPOTENCY_KV: "KV namespace (Idempotency-Key replays)",
-  SEND_QUEUE: "Queue producer (campaign sends)",
-  WEBHOOK_QUEUE: "Queue producer (webhook deliveries)",
-  RATE_LIMITER: "rate-limiting binding (per-credential limit)",
-  PUBLIC_RATE_LIMITER: "rate-limiting binding (per-IP limit of the unsubscribe pages)",
-  // Needed only once the resend integration is configured (RESEND_API_KEY set).
-  RESEND_PACER: "Durable Object namespace (ResendPacer: Resend's account-wide request rate)",
-} as const satisfies Partial<Record<keyof Env, string>>;
+  DB: { for: "D1 database (all data)" },
+  IDEMPOTENCY_KV: { for: "KV namespace (Idempotency-Key replays)" },
+  SEND_QUEUE: { for: "Queue producer (campaign sends)" },
+  WEBHOOK_QUEUE: { for: "Queue producer (webhook deliveries)" },
+  RATE_LIMITER: { for: "rate-limiting binding (per-credential limit)" },
+  PUBLIC_RATE_LIMITER: { for: "rate-limiting binding (per-IP limit of the unsubscribe pages)" },
+  RESEND_PACER: {
+    for: "Durable Object namespace (ResendPacer: Resend's account-wide request rate)",
+    when: (env) => Boolean(env.RESEND_API_KEY),
+  },
+} as const satisfies Partial<Record<keyof Env, Requirement>>;
 
 export type BindingName = keyof typeof requiredBindings;
 
-const neededBy = (env: Env, name: BindingName) => name !== "RESEND_PACER" || Boolean(env.RESEND_API_KEY);
+const requirementOf = (name: BindingName): Requirement => requiredBindings[name];
+
+/** The bindings this deployment needs, given its configuration. */
+export const neededBindings = (env: Env): BindingName[] =>
+  (Object.keys(requiredBindings) as BindingName[]).filter((name) => requirementOf(name).when?.(env) ?? true);
 
 export const missingBindings = (env: Env): BindingName[] =>
-  (Object.keys(requiredBindings) as BindingName[]).filter((name) => neededBy(env, name) && (env[name] === undefined || env[name] === null));
+  neededBindings(env).filter((name) => env[name] === undefined || env[name] === null);
+
+export const bindingPurpose = (name: BindingName) => requiredBindings[name].for;
 
 export const ConfigurationError = {
   bindings: (names: BindingName[]) =>
     new ApiError(
       "configuration_error",
-      `This deployment is missing ${names.map((n) => `the ${n} binding (${requiredBindings[n]})`).join(", ")}; declare it in wrangler.toml and deploy again`,
+      `This deployment is missing ${names.map((n) => `the ${n} binding (${bindingPurpose(n)})`).join(", ")}; declare it in wrangler.toml and deploy again`,
     ),
   unmigrated: () =>
     new ApiError(

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { missingBindings, requiredBindings } from "../errors/configuration";
+import { bindingPurpose, missingBindings, neededBindings } from "../errors/configuration";
 import { requestIdHeader } from "../errors/openapi";
 import type { AppEnv } from "../lib/types";
 import { resolveIntegration } from "../sending/integrations";
@@ -78,8 +78,8 @@ export const healthHandler = async (c: Context<AppEnv>) => {
   const missing = missingBindings(c.env);
   const bindings: Health["checks"]["bindings"] =
     missing.length === 0
-      ? { status: "ok", message: `present: ${Object.keys(requiredBindings).join(", ")}` }
-      : { status: "failed", message: `missing: ${missing.map((m) => `${m} (${requiredBindings[m]})`).join(", ")}; declare them in wrangler.toml` };
+      ? { status: "ok", message: `present: ${neededBindings(c.env).join(", ")}` }
+      : { status: "failed", message: `missing: ${missing.map((m) => `${m} (${bindingPurpose(m)})`).join(", ")}; declare them in wrangler.toml` };
   const database: Health["checks"]["database"] = missing.includes("DB")
     ? { status: "failed", message: "no DB binding" }
     : await databaseCheck(c);

@@ -100,10 +100,12 @@ export type Pacer = {
   pause(retryAfterMs: number): Promise<void>;
 };
 
+/** The pacer's stub, made on first use: resolving the integration (for /health, say) touches no binding. */
 export const pacerFor = (env: Pick<Env, "RESEND_PACER">): Pacer => {
-  const stub = env.RESEND_PACER.get(env.RESEND_PACER.idFromName("resend"));
+  let stub: DurableObjectStub<ResendPacer> | undefined;
+  const pacer = () => (stub ??= env.RESEND_PACER.get(env.RESEND_PACER.idFromName("resend")));
   return {
-    reserve: (rps, maxWaitMs) => stub.reserve(rps, maxWaitMs),
-    pause: (retryAfterMs) => stub.pause(retryAfterMs),
+    reserve: (rps, maxWaitMs) => pacer().reserve(rps, maxWaitMs),
+    pause: (retryAfterMs) => pacer().pause(retryAfterMs),
   };
 };
