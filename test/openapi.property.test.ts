@@ -103,6 +103,36 @@ describe("request bodies: the service accepts exactly what /openapi.json accepts
     await bodyCheck("/workspaces/{workspace_id}/campaigns", "post", (body) => t.call("POST", `${t.ws}/campaigns`, { body }));
   });
 
+  it("PATCH /workspaces/{workspace_id}/campaigns/{campaign_id}", async () => {
+    const t = await tenant();
+    const nl = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "news@example.com" } });
+    const campaign = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id: nl.body.data.id } });
+    const url = `${t.ws}/campaigns/${campaign.body.data.id}`;
+    await bodyCheck("/workspaces/{workspace_id}/campaigns/{campaign_id}", "patch", (body) => t.call("PATCH", url, { body }));
+  });
+
+  it("PATCH /workspaces/{workspace_id}/newsletters/{newsletter_id}", async () => {
+    const t = await tenant();
+    const nl = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "news@example.com" } });
+    const url = `${t.ws}/newsletters/${nl.body.data.id}`;
+    await bodyCheck("/workspaces/{workspace_id}/newsletters/{newsletter_id}", "patch", (body) => t.call("PATCH", url, { body }));
+  });
+
+  it("POST /workspaces/{workspace_id}/campaigns/{campaign_id}/preview and /test", async () => {
+    const t = await tenant();
+    const nl = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "news@example.com" } });
+    const campaign = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id: nl.body.data.id } });
+    const url = `${t.ws}/campaigns/${campaign.body.data.id}`;
+    await bodyCheck("/workspaces/{workspace_id}/campaigns/{campaign_id}/preview", "post", (body) => t.call("POST", `${url}/preview`, { body }));
+    // A well-formed integration name outside the enum is 400 unknown_integration, as on send.
+    await bodyCheck(
+      "/workspaces/{workspace_id}/campaigns/{campaign_id}/test",
+      "post",
+      (body) => t.call("POST", `${url}/test`, { body }),
+      ["validation_failed", "unknown_integration"],
+    );
+  });
+
   it("POST /workspaces/{workspace_id}/webhook_endpoints", async () => {
     const t = await tenant();
     // Past 20 endpoints a valid body is a 409, which is still not a validation error.

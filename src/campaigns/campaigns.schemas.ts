@@ -160,14 +160,11 @@ export const serializeCampaign = (row: typeof campaigns.$inferSelect): Campaign 
 
 export const PreviewCampaignBody = z
   .strictObject({
-    subscriber_id: bodyString()
-      .min(1)
-      .max(100)
+    subscriber_id: reference("sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T")
       .nullable()
       .optional()
       .openapi({
         description: "Render for this subscriber of the workspace; omitted: a sample subscriber (`subscriber@example.com`, `Sample Subscriber`).",
-        example: "sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T",
       }),
   })
   .openapi("PreviewCampaignRequest");
