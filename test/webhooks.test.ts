@@ -122,7 +122,7 @@ describe("webhook endpoints", () => {
       "https://172.16.0.1/hook",
       "https://192.168.1.1/hook",
       "https://169.254.169.254/latest",
-      "https://0x7f.1/hook",
+      "https://100.64.0.1/hook",
       "https://[::1]/hook",
       "https://[fe80::1]/hook",
       "https://[fd12:3456::1]/hook",

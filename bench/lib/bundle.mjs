@@ -3,6 +3,7 @@ import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { wrangler } from "./wrangler.mjs";
+import { median } from "./util.mjs";
 
 const sizes = (dir) => {
   const files = readdirSync(dir).filter((file) => /\.(m?js|wasm)$/.test(file));
@@ -30,12 +31,6 @@ export const measureBundle = (outDir) => {
 export const buildBenchBundle = (outDir, config) => {
   wrangler(["deploy", "--dry-run", "--config", config, "--outdir", outDir]);
   return join(outDir, "index.js");
-};
-
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
 /** CPU time in a workerd CPU profile outside the idle state, in ms. */

@@ -2,12 +2,7 @@
 // (bench/worker/bench.content.ts), timed by the client as POST /bench/render?n=N minus n=0, the median
 // of rounds; (2) a 100,000-recipient sandbox send with that template beside the same send with no
 // content, in the same run, as a ratio (target: at most 1.5).
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
+import { median, poster, waitForOperation } from "./util.mjs";
 
 const timed = async (fn) => {
   const started = performance.now();
@@ -30,22 +25,14 @@ export const measureContent = async ({ api, token, workspaceId, audience, rounds
 
   // 2. The same audience sent with and without content, alternating, `rounds` times each.
   const ws = `/v1/workspaces/${workspaceId}`;
-  const created = async (path, body) => {
-    const res = await api("POST", `${ws}${path}`, { token, body });
-    if (res.status !== 201 && res.status !== 202) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body.data;
-  };
+  const created = poster(api, ws, token);
   const newsletter = await created("/newsletters", { name: "Bench Weekly", from_email: "bench@bench.example", address: "1 Bench Street" });
   const sendSeconds = async (content) => {
     const campaign = await created("/campaigns", { newsletter_id: newsletter.id, ...content });
     const operation = await created(`/campaigns/${campaign.id}/send`, { integration_slug: "sandbox" });
     const started = performance.now();
-    let current = operation;
-    while (current.status === "queued" || current.status === "running") {
-      if (performance.now() - started > timeoutSeconds * 1000) throw new Error(`send still ${current.status} after ${timeoutSeconds} s`);
-      await sleep(100);
-      current = (await api("GET", `${ws}/operations/${operation.id}`, { token })).body.data;
-    }
+    const current = await waitForOperation({ api, ws, token, operation, started, timeoutSeconds });
+    if (current.status === "queued" || current.status === "running") throw new Error(`send still ${current.status} after ${timeoutSeconds} s`);
     if (current.status !== "succeeded" || current.progress.delivered !== audience) throw new Error(`send ended ${JSON.stringify(current)}`);
     return (Date.parse(current.completed_at) - Date.parse(current.created_at)) / 1000;
   };

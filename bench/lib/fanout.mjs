@@ -2,14 +2,9 @@
 // from the send's 202 to its operation's completion) followed by the storage floor for the same
 // audience (POST /bench/raw/fanout); each figure is the median round.
 import { readFileSync } from "node:fs";
+import { median, poster, sleep, waitForOperation } from "./util.mjs";
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 /** Messages handed to the send queue's consumer, from wrangler dev's one log line per delivered batch. */
 const queueMessages = (logFile, fromByte) => {
@@ -31,11 +26,7 @@ export const measureFanout = async ({ api, tokens, fanoutWorkspaces, audiences, 
   for (const audience of audiences) {
     const workspaceId = fanoutWorkspaces[audience];
     const ws = `/v1/workspaces/${workspaceId}`;
-    const created = async (path, body) => {
-      const res = await api("POST", `${ws}${path}`, { token, body });
-      if (res.status !== 201 && res.status !== 202) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-      return res.body.data;
-    };
+    const created = poster(api, ws, token);
     const newsletter = await created("/newsletters", { name: "Bench", from_email: "bench@bench.example" });
     const roundsHere = rounds;
     const sends = [];
@@ -48,12 +39,7 @@ export const measureFanout = async ({ api, tokens, fanoutWorkspaces, audiences, 
       const logFrom = logSize(logFile);
       const started = performance.now();
       const operation = await created(`/campaigns/${campaign.id}/send`, { integration_slug: "sandbox" });
-      let current = operation;
-      while (current.status === "queued" || current.status === "running") {
-        if (performance.now() - started > timeoutSeconds * 1000) break;
-        await sleep(100);
-        current = (await api("GET", `${ws}/operations/${operation.id}`, { token })).body.data;
-      }
+      const current = await waitForOperation({ api, ws, token, operation, started, timeoutSeconds });
       const wallSeconds = (performance.now() - started) / 1000;
       if (current.status !== "succeeded" || current.progress.delivered !== audience) {
         failed = { audience, status: current.status, progress: current.progress, wallSeconds, timedOut: wallSeconds >= timeoutSeconds };

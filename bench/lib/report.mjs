@@ -1,16 +1,11 @@
 // The run's figures as console tables and as the Markdown that bench/README.md quotes.
+import { median } from "./util.mjs";
 
 const TARGETS = { rpsVsRaw: 0.6, deepVsFirst: 1.2, fanoutVsFloor: 0.5, growth100kVs10k: 11 };
 
 const f = (n, digits = 1) => (n === undefined || Number.isNaN(n) ? "–" : n.toFixed(digits));
 const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
 const mark = (ok) => (ok ? "met" : "MISSED");
-const median = (xs) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-
 const table = (header, rows) => {
   const lines = [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`];
   for (const row of rows) lines.push(`| ${row.join(" | ")} |`);

@@ -2,18 +2,14 @@
 // the mock's rate limit, with injected 500s and timeouts: time from the send's 202 to its operation's
 // end beside the limit's floor (one request per 100 recipients at `rps`), the copies each recipient
 // got as counted by the mock, and the 429s it answered.
+import { poster, waitForOperation } from "./util.mjs";
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const measureResend = async ({ api, token, workspaces, audiences, mock, rps, log, timeoutSeconds }) => {
   const results = [];
   for (const audience of audiences) {
     const ws = `/v1/workspaces/${workspaces[audience]}`;
-    const created = async (path, body) => {
-      const res = await api("POST", `${ws}${path}`, { token, body });
-      if (res.status !== 201 && res.status !== 202) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-      return res.body.data;
-    };
+    const created = poster(api, ws, token);
     const newsletter = await created("/newsletters", { name: "Bench", from_email: "bench@bench.example" });
     const campaign = await created("/campaigns", { subject: `Resend ${audience}`, newsletter_id: newsletter.id, html: "<p>Hello {{ subscriber.name }}</p>" });
     mock.reset();
@@ -21,12 +17,7 @@ export const measureResend = async ({ api, token, workspaces, audiences, mock, r
     const started = performance.now();
     const startedAt = Date.now();
     const operation = await created(`/campaigns/${campaign.id}/send`, { integration_slug: "resend" });
-    let current = operation;
-    while (current.status === "queued" || current.status === "running") {
-      if (performance.now() - started > timeoutSeconds * 1000) break;
-      await sleep(200);
-      current = (await api("GET", `${ws}/operations/${operation.id}`, { token })).body.data;
-    }
+    const current = await waitForOperation({ api, ws, token, operation, started, timeoutSeconds, everyMs: 200 });
     const seconds = (performance.now() - started) / 1000;
     const floorSeconds = Math.ceil(audience / 100) / rps;
     const copies = mock.copies();

@@ -2,6 +2,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { sleep } from "./util.mjs";
 
 export const root = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 export const cacheDir = join(root, ".cache", "bench");
@@ -52,7 +53,6 @@ export const benchConfig = (dir) => {
   return file;
 };
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Starts `wrangler dev` on a prebuilt bundle of the bench entry (so edits to src/ during a run cannot

@@ -2,6 +2,7 @@
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { median } from "./util.mjs";
 
 const version = () => {
   const res = spawnSync("wrk", ["--version"], { encoding: "utf8" });
@@ -55,12 +56,6 @@ export const runWrk = ({ base, lines, seconds, connections, workDir, name, prefi
     mean: raw.mean_us / 1000,
     errors: raw.status_errors + raw.socket_errors + raw.timeouts,
   };
-};
-
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
 /** Rounds of one series merged: the median round for each figure (robust to a burst of other load), all errors. */

@@ -66,17 +66,22 @@ export type NewDelivery = { id: string; subscriberId: string; email: string };
  * One delivery per (campaign, subscriber): a row that exists already is left alone and not counted.
  * With `settle` (an integration's `settleAtCreation`), the rows are created already sent.
  */
+/**
+ * A window's deliveries in one batch: `settled` created already sent (with `settle`'s provider
+ * message id), `queued` created for the delivery step.
+ */
 export const createDeliveries = async (
   d1: D1Database,
   op: OperationState,
-  rows: NewDelivery[],
   now: number,
-  settle?: (deliveryId: string) => string,
+  pages: { settled: NewDelivery[]; queued: NewDelivery[]; settle?: (deliveryId: string) => string },
 ) => {
-  if (rows.length === 0) return;
-  await d1.batch(
-    deliveryInsertStatements(d1, { rows, settle, workspaceId: op.workspaceId, campaignId: op.campaignId, operationId: op.id, now }),
-  );
+  const base = { workspaceId: op.workspaceId, campaignId: op.campaignId, operationId: op.id, now };
+  const statements = [
+    ...(pages.settled.length > 0 ? deliveryInsertStatements(d1, { ...base, rows: pages.settled, settle: pages.settle }) : []),
+    ...(pages.queued.length > 0 ? deliveryInsertStatements(d1, { ...base, rows: pages.queued, settle: undefined }) : []),
+  ];
+  if (statements.length > 0) await d1.batch(statements);
 };
 
 export type DeliveryPage = {

@@ -165,8 +165,7 @@ const fanoutWindow = async (
     settled = rows.filter((_, i) => rendered[i]);
     unsettled = rows.filter((_, i) => !rendered[i]);
   }
-  await createDeliveries(deps.d1, op, settled, now, settle);
-  await createDeliveries(deps.d1, op, unsettled, now, undefined);
+  await createDeliveries(deps.d1, op, now, { settled, queued: unsettled, settle });
 
   // Delivery work is enqueued before the position moves: if this invocation dies in between, the
   // redelivered message redoes this window and enqueues it again, so no delivery is left without
