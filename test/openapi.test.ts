@@ -24,6 +24,13 @@ describe("GET /openapi.json", () => {
     expect(doc.info.license).toMatchObject({ name: "Proprietary", identifier: expect.any(String) });
   });
 
+  it("says every edit body needs at least one field, as the service does", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    for (const name of ["UpdateSubscriberRequest", "UpdateCampaignRequest", "UpdateNewsletterRequest", "UpdateWebhookEndpointRequest"]) {
+      expect(doc.components.schemas[name]?.minProperties, name).toBe(1);
+    }
+  });
+
   it("states each route's own body limit in its 413", async () => {
     const doc = (await call("GET", "/openapi.json")).body;
     const tooLarge = (path: string, method: string) => doc.paths[path][method].responses["413"].description;

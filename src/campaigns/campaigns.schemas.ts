@@ -113,6 +113,7 @@ export const UpdateCampaignBody = z
     error: "must set at least one of subject, preheader, html, text, segment_id, scheduled_at",
   })
   .openapi("UpdateCampaignRequest", {
+    minProperties: 1,
     example: { subject: "{{ subscriber.name | default: 'Hello' }}, this week's notes", html: "<p>Hi {{ subscriber.name | default: 'there' }}</p>" },
   });
 

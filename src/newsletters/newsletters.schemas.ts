@@ -56,7 +56,7 @@ export const UpdateNewsletterBody = z
     address: addressField,
   })
   .refine((body) => Object.keys(body).length > 0, { error: "must set at least one of name, from_name, from_email, reply_to, address" })
-  .openapi("UpdateNewsletterRequest");
+  .openapi("UpdateNewsletterRequest", { minProperties: 1 });
 
 export const ListNewslettersQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
 
