@@ -134,7 +134,7 @@ export const webhookEndpointsRouter = createRouter()
     const now = Date.now();
     const ids = { workspaceId: workspace_id, endpointId: endpoint_id, eventId: newId("event", now), attemptId: newId("webhook_attempt", now) };
     const [, [attempt]] = await commit(c, testEndpointStatements(c.var.db, ids, now), {
-      status: 202,
+      status: 200,
       resource: "webhook_attempt",
       id: ids.attemptId,
     });
@@ -145,7 +145,7 @@ export const webhookEndpointsRouter = createRouter()
         console.error(JSON.stringify({ level: "error", event: "webhook_test_failed", attempt_id: attempt.id, error: String(err) }));
       }),
     );
-    return c.json(envelope(serializeAttempt(attempt)), 202);
+    return c.json(envelope(serializeAttempt(attempt)), 200);
   })
   .openapi(listAttempts, async (c) => {
     const { workspace_id, endpoint_id } = c.req.valid("param");

@@ -100,7 +100,7 @@ export const testEndpoint = apiRoute({
   scope: "webhooks:write",
   idempotent: true,
   request: { params: EndpointParams },
-  responses: { 202: json("The attempt, pending", AttemptSchema) },
+  responses: { 200: json("The attempt, pending: its first try is under way", AttemptSchema) },
 });
 
 export const listAttempts = apiRoute({
