@@ -1,5 +1,6 @@
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend";
+import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS, resendIntegration } from "../src/sending/integrations/resend";
 import { intervalMs, LEAD_MS, pauseUntil, reserveSlot } from "../src/sending/pacer";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
@@ -45,6 +46,29 @@ describe("when a batch is asked for again", () => {
     expect(hedgeAfterMs(Array(20).fill(50))).toBe(1_500);
     expect(hedgeAfterMs([...Array(18).fill(100), 900, 900])).toBe(1_800);
     expect(hedgeAfterMs(Array(20).fill(2_000))).toBe(REQUEST_TIMEOUT_MS - 1_000);
+  });
+});
+
+describe("a 429 holds back every sender", () => {
+  it("its Retry-After goes to the shared pacer (which every send reserves its slots from), not to a local wait", async () => {
+    const calls: string[] = [];
+    const pacer = {
+      reserve: async () => {
+        calls.push("reserve");
+        return { at: Date.now(), waitMs: 0, granted: true };
+      },
+      pause: async (ms: number) => {
+        calls.push(`pause ${ms}`);
+      },
+    };
+    const resend = mockResend();
+    resend.inject({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 3 });
+    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
+    const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
+    const outcomes = await integration.sendBatch([email], "key-1");
+    expect(outcomes).toEqual([{ kind: "sent", providerMessageId: expect.stringMatching(/^re_/) }]);
+    // The pause is the pacer's, before the next reservation; the retry waits for the slot it is given.
+    expect(calls).toEqual(["reserve", "pause 3000", "reserve"]);
   });
 });
 
