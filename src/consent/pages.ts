@@ -1,9 +1,8 @@
+import { escapeHtml } from "../lib/html";
+
 // The hosted consent pages: self-contained HTML (inline CSS, no scripts, no images, no external
 // requests), so they render the same offline and under the strict CSP they are sent with, readable
 // from a 375 px phone to a desktop, in light and dark mode.
-
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch] ?? ch);
 
 /** `ada@example.com` → `a***@example.com`: enough for its owner to recognise, little for anyone else. */
 export const maskEmail = (email: string) => {

@@ -1,11 +1,14 @@
-import { CaptureTag, Context, IncludeTag, Liquid, Tag, type Template, toValue, toValueSync } from "liquidjs";
+import { CaptureTag, Context, type Emitter, IncludeTag, Liquid, Tag, type TagToken, type Template, type TopLevelToken, toValue, toValueSync } from "liquidjs";
+import type { BlockName, ServiceBlocks } from "./layout";
 
 // Two Liquid engines, configured once per isolate: `html` escapes every output (a subscriber named
 // `<b>Bob</b>` is shown as that text), `plain` (subject, preheader, text) does not. Neither touches
 // a file system: the tags that would read other templates are replaced by tags that refuse to parse,
 // and `raw` (which would bypass the html escaping) is no filter at all. Variables are checked
 // statically when a template is saved (validate.ts), so rendering is lenient: an unset value is
-// empty, never a send-time error.
+// empty, never a send-time error. Two more engines, configured the same, parse a template together
+// with the markers of the blocks the service adds (layout.ts); a template a user saves is never
+// parsed by them, so no user can place a marker.
 
 /** Units of allocation one render may make (range items, filter strings, captures): bounds loops. */
 export const RENDER_MEMORY_LIMIT = 200_000;
@@ -16,7 +19,7 @@ export class OutputTooLarge extends Error {
   }
 }
 
-const stringify = (value: unknown): string => {
+export const stringify = (value: unknown): string => {
   const v = toValue(value);
   if (typeof v === "string") return v;
   if (v === null || v === undefined) return "";
@@ -53,6 +56,24 @@ const refusing = (name: string, why: string) =>
     *render() {}
   };
 
+/** The filters the html engine replaces: an output they appear in evaluates differently there. */
+export const HTML_OWN_FILTERS: ReadonlySet<string> = new Set(["escape", "escape_once"]);
+
+/** The service's blocks of the message being rendered: the scope's `_blocks`, set by renderMessage. */
+export const blockOf = (ctx: Context, name: BlockName): string => (ctx.environments as { _blocks?: ServiceBlocks })._blocks?.[name] ?? "";
+
+/** `{% service_block name %}`: where a block the service adds goes, written out as it is. */
+export class ServiceBlockTag extends Tag {
+  readonly block: BlockName;
+  constructor(token: TagToken, remainTokens: TopLevelToken[], liquid: Liquid) {
+    super(token, remainTokens, liquid);
+    this.block = token.args.trim() as BlockName;
+  }
+  *render(ctx: Context, emitter: Emitter) {
+    emitter.write(blockOf(ctx, this.block));
+  }
+}
+
 const configure = (escapeOutput: boolean) => {
   const liquid = new Liquid({
     outputEscape: escapeOutput ? "escape" : undefined,
@@ -70,14 +91,20 @@ const configure = (escapeOutput: boolean) => {
   if (escapeOutput) {
     // Outputs are escaped once already: `escape` must not escape them twice, and nothing un-escapes.
     delete liquid.filters.raw;
-    liquid.registerFilter("escape", (value: unknown) => stringify(value));
-    liquid.registerFilter("escape_once", (value: unknown) => stringify(value));
+    for (const name of HTML_OWN_FILTERS) liquid.registerFilter(name, (value: unknown) => stringify(value));
   }
+  return liquid;
+};
+
+const withBlocks = (liquid: Liquid) => {
+  liquid.registerTag("service_block", ServiceBlockTag);
   return liquid;
 };
 
 export const htmlEngine = configure(true);
 export const plainEngine = configure(false);
+export const htmlLayoutEngine = withBlocks(configure(true));
+export const plainLayoutEngine = withBlocks(configure(false));
 export type Engine = typeof htmlEngine;
 
 /**

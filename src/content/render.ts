@@ -1,8 +1,8 @@
 import type { Template } from "liquidjs";
-import type { Context } from "liquidjs";
-import { htmlEngine, plainEngine, renderContext, renderIn } from "./engine";
+import { type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { deriveTextTemplate, htmlToText, tidyText } from "./html-text";
-import { FOOTER_TEXT, wrapHtml } from "./layout";
+import { blockMarker, type ServiceBlocks, serviceBlocks, wrapHtml } from "./layout";
+import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, type TemplateField, usesUnsubscribeUrl } from "./validate";
 
 // The one rendering path: the preview, the test send and every delivery of a send (whatever the
@@ -29,59 +29,65 @@ export const SAMPLE_RECIPIENT: Recipient = {
 
 type TextPart =
   /** `tidy`: the template has tags, which may leave blank lines behind in derived text. */
-  | { kind: "template"; templates: Template[]; tidy: boolean }
+  | { kind: "template"; part: Part; tidy: boolean }
   /** The html's Liquid did not survive conversion: its own rendered html is converted per message. */
-  | { kind: "from_rendered_html"; html: Template[]; footer: Template[] | null }
-  /** No html, no text: the preheader, else the subject. */
-  | { kind: "fallback"; footer: Template[] };
+  | { kind: "from_rendered_html"; html: Part; footer: boolean }
+  /** No html, no text: the preheader, else the subject, and the footer. */
+  | { kind: "fallback" };
 
 export type CompiledCampaign = {
-  subject: Template[];
-  preheader: Template[] | null;
-  html: Template[] | null;
+  subject: Part;
+  preheader: Part | null;
+  html: Part | null;
   text: TextPart;
   newsletter: NewsletterContent;
+  blocks: (preheader: string, unsubscribeUrl: string) => ServiceBlocks;
+  /** How many distinct outputs the parts rendered step by step have. */
+  outputs: number;
 };
 
-const footerText = plainEngine.parse(FOOTER_TEXT);
+const footerText = plainLayoutEngine.parse(blockMarker("footer_text"));
 
 /**
  * Parses and checks every template of a campaign (throws TemplateError naming the field) and
  * prepares its parts: the html wrapped with the preheader and, unless it places `unsubscribe_url`
  * itself, the footer; the text part written, derived from the html template, or the fallback.
+ * `steps: false` renders every part through liquidjs's renderer (the tests compare both ways).
  */
-export const compileCampaign = (content: CampaignContent, newsletter: NewsletterContent): CompiledCampaign => {
-  const subject = parseTemplate("subject", content.subject);
-  const preheader = content.preheader === null ? null : parseTemplate("preheader", content.preheader);
-  let html: Template[] | null = null;
+export const compileCampaign = (content: CampaignContent, newsletter: NewsletterContent, options = { steps: true }): CompiledCampaign => {
+  const slots = options.steps ? new OutputSlots() : null;
+  const part = (templates: Template[], engine: Engine) => partOf(templates, engine, slots);
+  const subject = part(parseTemplate("subject", content.subject), plainEngine);
+  const preheader = content.preheader === null ? null : part(parseTemplate("preheader", content.preheader), plainEngine);
+  let html: Part | null = null;
   let ownHtml: Template[] = [];
   let htmlFooter = false;
   if (content.html !== null) {
     ownHtml = parseTemplate("html", content.html);
     htmlFooter = !usesUnsubscribeUrl(htmlEngine, ownHtml);
-    html = parseWrapped(content.html, htmlFooter);
+    html = part(parseWrapped(content.html, htmlFooter), htmlLayoutEngine);
   }
   let text: TextPart;
   if (content.text !== null) {
     const own = parseTemplate("text", content.text);
-    text = { kind: "template", templates: usesUnsubscribeUrl(plainEngine, own) ? own : [...own, ...footerText], tidy: false };
+    text = { kind: "template", part: part(usesUnsubscribeUrl(plainEngine, own) ? own : [...own, ...footerText], plainLayoutEngine), tidy: false };
   } else if (content.html !== null) {
     const derived = deriveTextTemplate(content.html);
     const templates = derived === null ? null : tryParse(derived);
-    const footer = htmlFooter ? footerText : null;
+    const footer = htmlFooter ? footerText : [];
     text = templates
-      ? { kind: "template", templates: footer ? [...templates, ...footer] : templates, tidy: derived?.includes("{%") === true }
-      : { kind: "from_rendered_html", html: ownHtml, footer };
+      ? { kind: "template", part: part([...templates, ...footer], plainLayoutEngine), tidy: derived?.includes("{%") === true }
+      : { kind: "from_rendered_html", html: part(ownHtml, htmlEngine), footer: htmlFooter };
   } else {
-    text = { kind: "fallback", footer: footerText };
+    text = { kind: "fallback" };
   }
-  return { subject, preheader, html, text, newsletter };
+  return { subject, preheader, html, text, newsletter, blocks: serviceBlocks(newsletter), outputs: slots?.size ?? 0 };
 };
 
 /** The html with what the service adds; the template parsed on its own, so a failure here is ours to name. */
 const parseWrapped = (source: string, footer: boolean): Template[] => {
   try {
-    return htmlEngine.parse(wrapHtml(source, footer));
+    return htmlLayoutEngine.parse(wrapHtml(source, footer));
   } catch (err) {
     throw renderProblem("html", err);
   }
@@ -114,18 +120,16 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
     subscriber: recipient,
     newsletter: { name: campaign.newsletter.name },
     unsubscribe_url: unsubscribeUrl,
-    _address: campaign.newsletter.address,
   };
-  const ctx = renderContext(scope);
-  const subject = part("subject", () => oneLine(renderIn(ctx, campaign.subject, MAX_RENDERED.subject)));
+  const renderer = new MessageRenderer(renderContext(scope), campaign.outputs);
+  const subject = part("subject", () => oneLine(renderer.render(campaign.subject, MAX_RENDERED.subject)));
   scope.campaign = { subject };
-  const preheader = campaign.preheader
-    ? part("preheader", () => oneLine(renderIn(ctx, campaign.preheader ?? [], MAX_RENDERED.preheader)))
-    : "";
-  // In Liquid an empty string is truthy: no preheader is nil, so the hidden block is left out.
-  scope._preheader = preheader || null;
-  const html = campaign.html ? part("html", () => renderIn(ctx, campaign.html ?? [], MAX_RENDERED.html)) : null;
-  const text = part("text", () => renderText(campaign.text, ctx, preheader || subject));
+  renderer.forget();
+  const preheader = campaign.preheader ? part("preheader", () => oneLine(renderer.render(campaign.preheader as Part, MAX_RENDERED.preheader))) : "";
+  const blocks = campaign.blocks(preheader, unsubscribeUrl);
+  scope._blocks = blocks;
+  const html = campaign.html ? part("html", () => renderer.render(campaign.html as Part, MAX_RENDERED.html)) : null;
+  const text = part("text", () => renderText(campaign.text, renderer, blocks, preheader || subject));
   return {
     subject,
     html,
@@ -134,16 +138,15 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   };
 };
 
-const renderText = (text: TextPart, ctx: Context, fallback: string): string => {
-  const footer = (templates: Template[] | null) => (templates ? renderIn(ctx, templates, MAX_RENDERED.text) : "");
+const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBlocks, fallback: string): string => {
   switch (text.kind) {
     case "template": {
-      const out = renderIn(ctx, text.templates, MAX_RENDERED.text);
+      const out = renderer.render(text.part, MAX_RENDERED.text);
       return text.tidy ? tidyText(out) : out;
     }
     case "from_rendered_html":
-      return tidyText(htmlToText(renderIn(ctx, text.html, MAX_RENDERED.html)) + footer(text.footer));
+      return tidyText(htmlToText(renderer.render(text.html, MAX_RENDERED.html)) + (text.footer ? blocks.footer_text : ""));
     case "fallback":
-      return `${fallback}${footer(text.footer)}`;
+      return `${fallback}${blocks.footer_text}`;
   }
 };

@@ -1,0 +1,171 @@
+import { type Context, type FilterImplOptions, Output, type Template, TokenKind, TypeGuards, toValue, toValueSync, Value } from "liquidjs";
+import { blockOf, type Engine, HTML_OWN_FILTERS, OutputTooLarge, renderIn, ServiceBlockTag, stringify } from "./engine";
+import type { BlockName } from "./layout";
+
+// Most campaign templates are text and outputs only, no tags. Such a part is rendered from a flat
+// list of steps instead of through liquidjs's renderer: the same parsed outputs, without a generator
+// per piece of text, and each distinct output evaluated once per message however many parts show it
+// (an html and the text derived from it name the same variables). An output that reads a variable
+// by a literal path and applies filters with literal arguments (`{{ subscriber.name | default:
+// "there" }}`, nearly all of them) is evaluated by liquidjs's own variable lookup and filter
+// functions called in turn; any other output by liquidjs's evaluator. A part with any tag renders
+// through liquidjs's renderer. Every way gives the same bytes: test/content.plan.test.ts renders a
+// corpus of templates both ways.
+
+type Evaluate = (ctx: Context) => unknown;
+type FilterHandler = Extract<FilterImplOptions, (...args: never[]) => unknown>;
+type Escape = { handler: FilterHandler; token: unknown; liquid: Engine };
+
+type Step =
+  | { kind: "text"; text: string }
+  | { kind: "output"; evaluate: Evaluate; slot: number; escape: Escape | null }
+  | { kind: "block"; name: BlockName };
+
+/** A parsed part of a message, with its steps when it has no tags. */
+export type Part = { templates: Template[]; steps: Step[] | null };
+
+/** Numbers the distinct outputs of one campaign, so a message keeps each value in one array slot. */
+export class OutputSlots {
+  private readonly slots = new Map<string, number>();
+
+  get size() {
+    return this.slots.size;
+  }
+
+  slotOf(key: string): number {
+    let slot = this.slots.get(key);
+    if (slot === undefined) {
+      slot = this.slots.size;
+      this.slots.set(key, slot);
+    }
+    return slot;
+  }
+}
+
+/** What liquidjs's evaluator reads from a literal token (a string, number, `true`, `nil`), else none. */
+const literal = (token: unknown): { value: unknown } | null =>
+  typeof token === "object" && token !== null && !Array.isArray(token) && "content" in token ? { value: token.content } : null;
+
+type FilterParts = { name: string; args: unknown[]; token?: unknown };
+
+const handlerOf = (engine: Engine, name: string): FilterHandler | null => {
+  const impl = engine.filters[name];
+  if (typeof impl === "function") return impl;
+  return typeof impl?.handler === "function" ? impl.handler : null;
+};
+
+/**
+ * The expression's value as liquidjs's evaluator computes it (Value.value: the initial token, then
+ * each filter called with its arguments), without a generator per step; null when the expression
+ * is not a literal or a literal path followed by filters with literal arguments.
+ */
+const directEvaluate = (value: Value, engine: Engine): Evaluate | null => {
+  const postfix = (value.initial as unknown as { postfix: unknown[] }).postfix;
+  if (postfix.length !== 1) return null;
+  const [token] = postfix;
+  let initial: Evaluate;
+  const constant = literal(token);
+  if (constant) initial = () => constant.value;
+  else if (TypeGuards.isPropertyAccessToken(token) && token.variable === undefined) {
+    const props = token.props.map(literal);
+    if (props.some((prop) => prop === null)) return null;
+    const path = props.map((prop) => toValue(prop?.value)) as string[];
+    initial = (ctx) => ctx.getSync(path);
+  } else return null;
+  const filters: { handler: FilterHandler; args: unknown[]; token: unknown }[] = [];
+  for (const filter of value.filters as unknown as FilterParts[]) {
+    const args = filter.args.map(literal);
+    const handler = handlerOf(engine, filter.name);
+    if (handler === null || args.some((arg) => arg === null)) return null;
+    filters.push({ handler, args: args.map((arg) => arg?.value), token: filter.token });
+  }
+  return (ctx) => {
+    let result = initial(ctx);
+    for (const { handler, args, token } of filters) {
+      result = toValueSync(handler.call({ context: ctx, token, liquid: engine } as never, result, ...args));
+    }
+    return result;
+  };
+};
+
+const outputStep = (output: Output, engine: Engine, slots: OutputSlots): Step => {
+  const expression = output.token.content;
+  // The expression without the escaping the engine appends to every output: its value is the same
+  // in html and text unless it uses a filter the html engine replaces.
+  const value = new Value(expression, engine);
+  const evaluate = directEvaluate(value, engine) ?? ((ctx: Context) => toValueSync(value.value(ctx, false)));
+  const handler = engine.options.outputEscape;
+  const appended = output.value.filters.length > value.filters.length;
+  const escape = handler && appended ? { handler, token: (output.value.filters.at(-1) as unknown as FilterParts).token, liquid: engine } : null;
+  const own = escape !== null && value.filters.some((filter) => HTML_OWN_FILTERS.has(filter.name));
+  return { kind: "output", evaluate, slot: slots.slotOf(own ? `html ${expression}` : expression), escape };
+};
+
+/** `templates` as a part: with steps when every template is text, an output or a service block. */
+export const partOf = (templates: Template[], engine: Engine, slots: OutputSlots | null): Part => {
+  if (slots === null) return { templates, steps: null };
+  const steps: Step[] = [];
+  for (const template of templates) {
+    if (template.token.kind === TokenKind.HTML) steps.push({ kind: "text", text: (template.token as unknown as { getContent(): string }).getContent() });
+    else if (template instanceof Output) steps.push(outputStep(template, engine, slots));
+    else if (template instanceof ServiceBlockTag) steps.push({ kind: "block", name: template.block });
+    else return { templates, steps: null };
+  }
+  return { templates, steps };
+};
+
+const UNSET = Symbol("unset");
+
+/** Renders the parts of one message in one context, keeping each output's value for the next part. */
+export class MessageRenderer {
+  private readonly values: unknown[];
+
+  constructor(
+    readonly ctx: Context,
+    slots: number,
+  ) {
+    this.values = new Array(slots).fill(UNSET);
+  }
+
+  /** Drops the values kept so far: the scope has changed. */
+  forget() {
+    this.values.fill(UNSET);
+  }
+
+  /** `part` rendered, failing past `maxChars`; errors are liquidjs's own, with their line. */
+  render(part: Part, maxChars: number): string {
+    if (part.steps === null) {
+      // A tag may assign a variable that shadows another: values kept before it may no longer hold.
+      const out = renderIn(this.ctx, part.templates, maxChars);
+      this.forget();
+      return out;
+    }
+    let out: string;
+    try {
+      out = this.run(part.steps);
+    } catch {
+      // The same part through liquidjs's renderer fails the same way, with the error's line.
+      return renderIn(this.ctx, part.templates, maxChars);
+    }
+    if (out.length > maxChars) throw new OutputTooLarge(maxChars);
+    return out;
+  }
+
+  private run(steps: Step[]): string {
+    let out = "";
+    for (const step of steps) {
+      if (step.kind === "text") out += step.text;
+      else if (step.kind === "block") out += blockOf(this.ctx, step.name);
+      else {
+        let value = this.values[step.slot];
+        if (value === UNSET) {
+          value = step.evaluate(this.ctx);
+          this.values[step.slot] = value;
+        }
+        const { escape } = step;
+        out += stringify(escape ? escape.handler.call({ context: this.ctx, token: escape.token, liquid: escape.liquid } as never, value) : value);
+      }
+    }
+    return out;
+  }
+}

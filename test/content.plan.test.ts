@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import { type CampaignContent, compileCampaign, MAX_RENDERED, type Recipient, renderMessage } from "../src/content";
+
+// A part without tags renders from a flat list of steps, each distinct output evaluated once per
+// message (src/content/plan.ts); a part with tags through liquidjs's renderer. Every message here is
+// rendered both ways and must be the same to the byte.
+
+const newsletter = { name: `Notes & "Quotes" <Weekly>`, address: "1 Main Street\nSpringfield" };
+const URL = "https://news.example.com/u/TOKEN?a=1&b=2";
+
+const recipients: Recipient[] = [
+  { email: "bob@example.com", name: `<b>Bob</b> & "Al" O'Neil`, tags: ["vip", "beta"], location: "paris", source: "import" },
+  { email: "ana@example.com", name: null, tags: [], location: null, source: null },
+  { email: "zoë@example.com", name: "  Zoë  ", tags: ["ü"], location: "Zürich", source: "api" },
+];
+
+const OUTPUTS = [
+  "{{ subscriber.email }}",
+  "{{ subscriber.name }}",
+  "{{ subscriber.name | default: 'there' }}",
+  '{{ subscriber.name | default: "friend" | upcase }}',
+  "{{ subscriber.name | downcase | capitalize }}",
+  "{{ subscriber.name | strip | truncate: 5 }}",
+  "{{ subscriber.name | truncatewords: 1, '…' }}",
+  "{{ subscriber.name | append: '!' | prepend: '¡' }}",
+  "{{ subscriber.name | replace: 'o', '0' | escape }}",
+  "{{ subscriber.name | escape_once }}",
+  "{{ subscriber.name | url_encode }}",
+  "{{ subscriber.name | size | plus: 1 | times: 2 }}",
+  "{{ subscriber.tags }}",
+  "{{ subscriber.tags | join: ', ' }}",
+  "{{ subscriber.tags.size }} {{ subscriber.tags.first }} {{ subscriber.tags.last }} {{ subscriber.tags[0] }}",
+  "{{ subscriber.tags | json }}",
+  '{{ subscriber["location"] | capitalize }}',
+  "{{ subscriber.location | default: 'you' }}",
+  "{{ subscriber.source | split: 'p' | join: '-' }}",
+  "{{ newsletter.name }}",
+  "{{ newsletter.name | slice: 0, 5 }}",
+  "{{ unsubscribe_url }}",
+  "{{ 'a&b' }} {{ 42 }} {{ nil }} {{ true }} {{ '2024-03-01' | date: '%Y' }}",
+  "{{- subscriber.email -}}",
+];
+
+const TAGGED = [
+  "{% if subscriber.name %}Hi {{ subscriber.name }}{% else %}Hi you{% endif %}",
+  "{% for tag in subscriber.tags %}[{{ tag | upcase }}]{% endfor %}",
+  "{% assign who = subscriber.name | default: 'reader' %}{{ who }} {{ subscriber.email }}",
+  "{% capture line %}{{ subscriber.email }}/{{ newsletter.name }}{% endcapture %}{{ line | upcase }}",
+  // Shadows a variable every later part reads: nothing kept from before may be reused after it.
+  "{% assign subscriber = newsletter.name %}{{ subscriber }}",
+];
+
+const both = (content: CampaignContent) => {
+  const withSteps = compileCampaign(content, newsletter);
+  const without = compileCampaign(content, newsletter, { steps: false });
+  return { withSteps, without };
+};
+
+const expectSame = (content: CampaignContent) => {
+  const { withSteps, without } = both(content);
+  for (const recipient of recipients) {
+    expect(renderMessage(withSteps, recipient, URL)).toEqual(renderMessage(without, recipient, URL));
+  }
+  return withSteps;
+};
+
+const content = (over: Partial<CampaignContent>): CampaignContent => ({ subject: "Hello", preheader: null, html: null, text: null, ...over });
+
+describe("rendering by steps gives what liquidjs's renderer gives", () => {
+  it.each(OUTPUTS)("an output in every part: %s", (output) => {
+    const compiled = expectSame(
+      content({
+        subject: `S ${output}`,
+        preheader: `P ${output}`,
+        html: `<html><body><h1>${output}</h1><p><a href="${output}">x</a> ${output}</p></body></html>`,
+        text: `T ${output}\n${output}`,
+      }),
+    );
+    // Not vacuous: every part of these took the steps.
+    expect([compiled.subject.steps, compiled.preheader?.steps, compiled.html?.steps]).not.toContain(null);
+  });
+
+  it("the text derived from the html reuses the html's values, with the footer", () => {
+    const outputs = OUTPUTS.filter((output) => !output.includes("unsubscribe_url"));
+    const html = `<html><body><h1>${outputs.join("</h1><p>")}</p></body></html>`;
+    const compiled = expectSame(content({ subject: "{{ subscriber.name | default: 'x' }}", preheader: "{{ subscriber.location }}", html }));
+    expect(compiled.text.kind === "template" && compiled.text.part.steps).not.toBe(null);
+    // The footer block, in html and text, for a template that does not place the link itself.
+    const m = renderMessage(compiled, recipients[0] as Recipient, URL);
+    expect(m.html).toContain(`<a href="https://news.example.com/u/TOKEN?a=1&amp;b=2" style="color:#666666">Unsubscribe</a>`);
+    expect(m.html).toContain("Notes &amp; &quot;Quotes&quot; &lt;Weekly&gt;");
+    expect(m.text).toContain(`\nUnsubscribe: ${URL}\n1 Main Street\nSpringfield`);
+  });
+
+  it.each(TAGGED)("a part with tags, before and after parts without: %s", (tagged) => {
+    const compiled = expectSame(
+      content({
+        subject: "{{ subscriber.name | default: 'x' }} {{ newsletter.name }}",
+        preheader: "{{ subscriber.email }} {{ subscriber.name }}",
+        html: `<html><body><p>${tagged}</p><p>{{ subscriber.name }} {{ newsletter.name }}</p></body></html>`,
+        text: "{{ subscriber.name }} {{ subscriber.email }} {{ newsletter.name }}",
+      }),
+    );
+    expect(compiled.html?.steps).toBeNull();
+    expect(compiled.text.kind === "template" && compiled.text.part.steps).not.toBeNull();
+  });
+
+  it("a text derived from html with tags, and one whose Liquid does not survive conversion", () => {
+    expectSame(content({ html: "<p>{% if subscriber.name %}{{ subscriber.name }}{% endif %}</p><p>{{ subscriber.email }}</p>" }));
+    expectSame(content({ html: '<p {% if subscriber.name %}class="n"{% endif %}>Hi</p><p>{{ subscriber.email | upcase }}</p>' }));
+  });
+
+  it("fails the same way past a ceiling", () => {
+    const long = { ...(recipients[0] as Recipient), name: "x".repeat(MAX_RENDERED.subject) };
+    const { withSteps, without } = both(content({ subject: "{{ subscriber.name }}!" }));
+    expect(() => renderMessage(withSteps, long, URL)).toThrow(/subject: .*more than 998 characters|more than 998 characters/);
+    expect(() => renderMessage(without, long, URL)).toThrow(/more than 998 characters/);
+  });
+});
