@@ -1,4 +1,4 @@
-import { eventStatements } from "../events/outbox";
+import { outboxStatement } from "../events/outbox";
 import type { UnsubscribeTarget } from "./unsubscribe-token";
 
 // Consent changes made through a message's unsubscribe link. Each is one atomic batch that ends by
@@ -65,7 +65,7 @@ export const unsubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
       )
       .bind(target.subscriberId, target.campaignId, now),
     // Written iff the statement above unsubscribed them (not on a repeat); `d1` dispatches it (withOutbox).
-    ...eventStatements(d1, [{ type: "subscriber.unsubscribed", resource: "subscriber", id: target.subscriberId }], now),
+    outboxStatement(d1, { type: "subscriber.unsubscribed", resource: "subscriber", id: target.subscriberId }, now),
     d1
       .prepare(
         `UPDATE deliveries SET unsubscribed_at = ?3, updated_at = ?3
@@ -88,7 +88,7 @@ export const resubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
       )
       .bind(target.subscriberId, target.campaignId, now),
     // Back to active is a change of the subscriber like any other.
-    ...eventStatements(d1, [{ type: "subscriber.updated", resource: "subscriber", id: target.subscriberId }], now),
+    outboxStatement(d1, { type: "subscriber.updated", resource: "subscriber", id: target.subscriberId }, now),
     stateStatement(d1, target),
   ]);
   const changed = results[0]?.meta.changes === 1;

@@ -5,7 +5,6 @@ import { createDb } from "../db/client";
 import { newId } from "../lib/ids";
 import type { WebhookMessage } from "../webhooks/messages";
 import { type EventSpec, type EventStatementSpec, eventStatement, undispatchedIn } from "./event-statement";
-import { writeEvents } from "./write-events";
 
 // The outbox: an event is a row of `events`, inserted by a statement of the same D1 batch as the
 // change it reports, so the two commit together or not at all. Dispatch to webhook endpoints happens
@@ -23,39 +22,24 @@ export const eventPrepared = (d1: D1Database, spec: EventStatementSpec) => {
   return statement;
 };
 
-/** An event for `eventStatements`: `onlyIf` is a further condition on the row as the batch leaves it. */
+/** An event for `outboxStatement`: `onlyIf` is a further condition on the row as the batch leaves it. */
 export type OutboxEvent = EventSpec & { onlyIf?: SQL };
 
 /**
- * The outbox for any raw D1 batch (the send pipeline, the unsubscribe pages, provider webhooks):
- * statements to place RIGHT AFTER the statement that makes the change. Each event is written iff
- * that statement changed a row (`changes() > 0`) and its `onlyIf` holds. One event is one
- * statement; several share a mark row (src/events/write-events.ts), since `changes()` would
- * otherwise speak of the event inserted just before. Run the batch through `withOutbox(...).batch`,
- * or call `dispatchWritten` with its results, so the written events reach the webhook queue.
+ * The outbox for any raw D1 batch (the send pipeline, the unsubscribe pages, provider webhooks): the
+ * statement to place RIGHT AFTER the statement that makes the change. The event is written iff that
+ * statement changed a row (`changes() > 0`) and its `onlyIf` holds. Run the batch through
+ * `withOutbox(...).batch`, or call `dispatchWritten` with its results, so the written event reaches
+ * the webhook queue. (Several events after one change need the marks `commit` uses:
+ * src/events/write-events.ts.)
  *
- *   const events = eventStatements(d1, [{ type: "subscriber.bounced", resource: "subscriber", id }], now);
- *   const results = await d1.batch([markBounced, ...events, ...rest]);
- *   ctx.waitUntil(dispatchWritten(env.WEBHOOK_QUEUE, [markBounced, ...events, ...rest], results));
+ *   const event = outboxStatement(d1, { type: "subscriber.bounced", resource: "subscriber", id }, now);
+ *   const results = await d1.batch([markBounced, event, ...rest]);
+ *   ctx.waitUntil(dispatchWritten(env.WEBHOOK_QUEUE, [markBounced, event, ...rest], results));
  */
-export const eventStatements = (d1: D1Database, list: readonly OutboxEvent[], now: number): D1PreparedStatement[] => {
-  if (list.length === 1) {
-    const [event] = list as [OutboxEvent];
-    const when = event.onlyIf ? sql`changes() > 0 AND (${event.onlyIf})` : undefined;
-    return [eventPrepared(d1, { ...event, eventId: newId("event", now), now, ...(when && { when }) })];
-  }
-  const db = createDb(d1);
-  const written = writeEvents(db, list, now);
-  const [mark, ...inserts] = written.after;
-  return [
-    prepared(d1, (mark as NonNullable<typeof mark>).toSQL()),
-    ...inserts.map((insert, i) => {
-      const statement = prepared(d1, insert.toSQL());
-      preparedEvents.set(statement, written.ids[i] as string);
-      return statement;
-    }),
-    prepared(d1, written.clear.toSQL()),
-  ];
+export const outboxStatement = (d1: D1Database, event: OutboxEvent, now: number): D1PreparedStatement => {
+  const when = event.onlyIf ? sql`changes() > 0 AND (${event.onlyIf})` : undefined;
+  return eventPrepared(d1, { ...event, eventId: newId("event", now), now, ...(when && { when }) });
 };
 
 /** Hands events to the webhook queue; never throws (the sweeper dispatches what this could not). */
@@ -90,7 +74,7 @@ export const dispatchWritten = (queue: Queue, statements: readonly D1PreparedSta
 
 /**
  * A D1 handle whose `batch` dispatches, once the batch has committed, every event (made with
- * `eventStatements` or `eventPrepared`) that it wrote: the send pipeline's repositories and the
+ * `outboxStatement` or `eventPrepared`) that it wrote: the send pipeline's repositories and the
  * unsubscribe pages write events in their own batches and need not know about the queue. With
  * `waitUntil`, the enqueue runs beside the answer instead of before it.
  */

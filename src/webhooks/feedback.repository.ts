@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { eventStatements, type OutboxEvent } from "../events/outbox";
+import { type OutboxEvent, outboxStatement } from "../events/outbox";
 
 // Resend's delivery feedback applied to deliveries and subscribers. Every effect of one event and
 // its receipt (by svix-id) commit in one atomic batch; each effect runs only while the receipt is
@@ -83,7 +83,7 @@ export const feedbackStatements = (d1: D1Database, event: FeedbackEvent, now: nu
       ? []
       : effectsOf(event).flatMap(({ sql: query, event: outgoing }) => [
           d1.prepare(query).bind(event.svixId, event.emailId, event.at, now, ...(query.includes("?5") ? [event.bounceType] : [])),
-          ...(outgoing ? eventStatements(d1, [outgoing], now) : []),
+          ...(outgoing ? [outboxStatement(d1, outgoing, now)] : []),
         ]);
   const receipt = d1
     .prepare(`INSERT INTO webhook_receipts (svix_id, event_type, received_at) VALUES (?1, ?2, ?3) ON CONFLICT (svix_id) DO NOTHING RETURNING svix_id`)
