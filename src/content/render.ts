@@ -3,7 +3,7 @@ import { type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngi
 import { deriveTextTemplate, htmlToText, tidyText } from "./html-text";
 import { blockMarker, type ServiceBlocks, serviceBlocks, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
-import { parseTemplate, renderProblem, type TemplateField, usesUnsubscribeUrl } from "./validate";
+import { parseTemplate, renderProblem, type TemplateField } from "./validate";
 
 // The one rendering path: the preview, the test send and every delivery of a send (whatever the
 // integration) build their message here, so what a preview shows is what a recipient gets. A
@@ -57,20 +57,22 @@ const footerText = plainLayoutEngine.parse(blockMarker("footer_text"));
 export const compileCampaign = (content: CampaignContent, newsletter: NewsletterContent, options = { steps: true }): CompiledCampaign => {
   const slots = options.steps ? new OutputSlots() : null;
   const part = (templates: Template[], engine: Engine) => partOf(templates, engine, slots);
-  const subject = part(parseTemplate("subject", content.subject), plainEngine);
-  const preheader = content.preheader === null ? null : part(parseTemplate("preheader", content.preheader), plainEngine);
+  const subject = part(parseTemplate("subject", content.subject).templates, plainEngine);
+  const preheader = content.preheader === null ? null : part(parseTemplate("preheader", content.preheader).templates, plainEngine);
   let html: Part | null = null;
   let ownHtml: Template[] = [];
   let htmlFooter = false;
   if (content.html !== null) {
-    ownHtml = parseTemplate("html", content.html);
-    htmlFooter = !usesUnsubscribeUrl(htmlEngine, ownHtml);
+    const parsed = parseTemplate("html", content.html);
+    ownHtml = parsed.templates;
+    // A template that places the unsubscribe link itself gets no footer.
+    htmlFooter = !parsed.globals.has("unsubscribe_url");
     html = part(parseWrapped(content.html, htmlFooter), htmlLayoutEngine);
   }
   let text: TextPart;
   if (content.text !== null) {
     const own = parseTemplate("text", content.text);
-    text = { kind: "template", part: part(usesUnsubscribeUrl(plainEngine, own) ? own : [...own, ...footerText], plainLayoutEngine), tidy: false };
+    text = { kind: "template", part: part(own.globals.has("unsubscribe_url") ? own.templates : [...own.templates, ...footerText], plainLayoutEngine), tidy: false };
   } else if (content.html !== null) {
     const derived = deriveTextTemplate(content.html);
     const templates = derived === null ? null : tryParse(derived);

@@ -95,8 +95,11 @@ const checkLoops = (field: TemplateField, templates: Template[]) => {
   }
 };
 
+/** A checked template, with the names of the variables it reads from outside. */
+export type ParsedTemplate = { templates: Template[]; globals: ReadonlySet<string> };
+
 /** Parses `source` as the template of `field`, checking it statically; throws TemplateError. */
-export const parseTemplate = (field: TemplateField, source: string): Template[] => {
+export const parseTemplate = (field: TemplateField, source: string): ParsedTemplate => {
   const engine = engineFor(field);
   let templates: Template[];
   try {
@@ -115,12 +118,8 @@ export const parseTemplate = (field: TemplateField, source: string): Template[] 
     }
   }
   checkLoops(field, templates);
-  return templates;
+  return { templates, globals: new Set(Object.keys(analysis.globals)) };
 };
-
-/** Whether a parsed template outputs `unsubscribe_url` anywhere (then no footer is added). */
-export const usesUnsubscribeUrl = (engine: Engine, templates: Template[]): boolean =>
-  "unsubscribe_url" in engine.analyzeSync(templates).globals;
 
 /** A render failure as the API reports it: the field, the line when known, the problem. */
 export const renderProblem = (field: TemplateField, err: unknown): TemplateError =>
