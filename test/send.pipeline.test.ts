@@ -356,17 +356,18 @@ describe("crashes and redelivery", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 1_200, delivered: 1_200, failed: 0 } });
   });
 
-  it("a sandbox fan-out that dies after creating its settled deliveries and before moving its position counts none twice", async () => {
+  it("a sandbox fan-out window's settled deliveries and its position commit together: a crash leaves neither, the retry creates each once", async () => {
     const { db, crashes } = crashingD1("SET fanout_cursor");
     const h = await harness("test", { DB: db });
     const ids = await seedSubscribers(h.t.workspace.id, 1_200);
     const campaign = await createCampaign(h.t);
     const op = await send(h.t, campaign.id, {});
     await h.step(); // start
-    const crashed = await h.step(); // fan-out: 500 deliveries created already sent, then the position update dies
+    const crashed = await h.step(); // fan-out: the batch with the first window's deliveries and its position dies
     expect(crashes.left).toBe(0);
     expect(crashed.retryMessages).toHaveLength(1);
-    expect((await operationOf(h.t, op.id)).progress).toEqual({ total: 500, delivered: 500, failed: 0 });
+    expect((await operationOf(h.t, op.id)).progress).toEqual({ total: 0, delivered: 0, failed: 0 });
+    expect(await allDeliveries(h.t, campaign.id)).toHaveLength(0);
     await h.drain();
 
     const deliveries = await allDeliveries(h.t, campaign.id);
@@ -384,10 +385,10 @@ describe("crashes and redelivery", () => {
     const campaign = await createCampaign(h.t);
     const op = await send(h.t, campaign.id, {});
     await h.step(); // start
-    const crashed = await h.step(); // windows 1 and 2 committed; window 3's rows written, its position update dies
+    const crashed = await h.step(); // windows 1 and 2 committed; window 3's batch (rows and position) dies
     expect(crashes.left).toBe(0);
     expect(crashed.retryMessages).toHaveLength(1);
-    expect((await operationOf(h.t, op.id)).progress).toEqual({ total: 3 * FANOUT_WINDOW, delivered: 3 * FANOUT_WINDOW, failed: 0 });
+    expect((await operationOf(h.t, op.id)).progress).toEqual({ total: 2 * FANOUT_WINDOW, delivered: 2 * FANOUT_WINDOW, failed: 0 });
     await h.drain();
 
     const deliveries = await allDeliveries(h.t, campaign.id);

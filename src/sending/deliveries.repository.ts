@@ -63,25 +63,22 @@ export const recipientWindow = async (
 export type NewDelivery = { id: string; subscriberId: string; email: string };
 
 /**
- * One delivery per (campaign, subscriber): a row that exists already is left alone and not counted.
- * With `settle` (an integration's `settleAtCreation`), the rows are created already sent.
+ * The statements creating a window's deliveries, for one batch: `settled` created already sent (with
+ * `settle`'s provider message id: an integration's `settleAtCreation`), `queued` created for the
+ * delivery step. One delivery per (campaign, subscriber): a row that exists already is left alone
+ * and not counted.
  */
-/**
- * A window's deliveries in one batch: `settled` created already sent (with `settle`'s provider
- * message id), `queued` created for the delivery step.
- */
-export const createDeliveries = async (
+export const deliveryStatements = (
   d1: D1Database,
   op: OperationState,
   now: number,
   pages: { settled: NewDelivery[]; queued: NewDelivery[]; settle?: (deliveryId: string) => string },
-) => {
+): D1PreparedStatement[] => {
   const base = { workspaceId: op.workspaceId, campaignId: op.campaignId, operationId: op.id, now };
-  const statements = [
+  return [
     ...(pages.settled.length > 0 ? deliveryInsertStatements(d1, { ...base, rows: pages.settled, settle: pages.settle }) : []),
     ...(pages.queued.length > 0 ? deliveryInsertStatements(d1, { ...base, rows: pages.queued, settle: undefined }) : []),
   ];
-  if (statements.length > 0) await d1.batch(statements);
 };
 
 export type DeliveryPage = {
@@ -122,7 +119,9 @@ export const deliveryInsertStatements = (d1: D1Database, page: DeliveryPage): [D
 
 /**
  * Advances the fan-out position from `after` to `to` (compare-and-set: only one of duplicate
- * messages moves it), then tries to complete. Returns whether this call moved it.
+ * messages moves it), then tries to complete, in one batch after the statements `first` (a window's
+ * deliveries, when nothing has to happen between them and the move). Returns whether this call
+ * moved it.
  */
 export const advanceFanout = async (
   d1: D1Database,
@@ -131,8 +130,10 @@ export const advanceFanout = async (
   to: string | null,
   done: boolean,
   now: number,
+  first: D1PreparedStatement[] = [],
 ): Promise<boolean> => {
-  const [advanced] = await d1.batch([
+  const results = await d1.batch([
+    ...first,
     d1
       .prepare(
         `UPDATE operations SET fanout_cursor = ?3, fanout_done = ?4, updated_at = ?5
@@ -142,7 +143,7 @@ export const advanceFanout = async (
       .bind(op.id, after, to, done ? 1 : 0, now),
     ...completionStatements(d1, op, now),
   ]);
-  return (advanced?.results.length ?? 0) === 1;
+  return (results[first.length]?.results.length ?? 0) === 1;
 };
 
 // ---- delivery ----

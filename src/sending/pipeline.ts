@@ -10,7 +10,7 @@ import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import {
   advanceFanout,
   type Candidate,
-  createDeliveries,
+  deliveryStatements,
   type DeliveryResults,
   type QueuedDelivery,
   queuedDeliveriesInRange,
@@ -165,25 +165,30 @@ const fanoutWindow = async (
     settled = rows.filter((_, i) => rendered[i]);
     unsettled = rows.filter((_, i) => !rendered[i]);
   }
-  await createDeliveries(deps.d1, op, now, { settled, queued: unsettled, settle });
+  const deliveries = deliveryStatements(deps.d1, op, now, { settled, queued: unsettled, settle });
+
+  // Deliveries settled at creation need no work: they and the position commit in one batch.
+  const needsWork = (!settle && (matched.length > 0 || attempt.attempts > 1)) || unsettled.length > 0;
+  if (!needsWork) {
+    const advanced = await advanceFanout(deps.d1, op, after, last, done, deps.now(), deliveries);
+    return { advanced, done, last };
+  }
+  if (deliveries.length > 0) await deps.d1.batch(deliveries);
 
   // Delivery work is enqueued before the position moves: if this invocation dies in between, the
   // redelivered message redoes this window and enqueues it again, so no delivery is left without
   // work. A redelivery enqueues even when nothing matches now, in case an earlier try created rows.
-  // Deliveries settled at creation need no work.
-  if ((!settle && (matched.length > 0 || attempt.attempts > 1)) || unsettled.length > 0) {
-    const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
-    const bounds: (string | null)[] = [];
-    for (let i = chunk - 1; i < matched.length - 1; i += chunk) bounds.push(matched[i]?.id ?? null);
-    bounds.push(done ? null : last);
-    let from = after;
-    const work: SendMessage[] = bounds.map((to) => {
-      const message: SendMessage = { type: "deliver", operation_id: op.id, from, to };
-      from = to;
-      return message;
-    });
-    for (let i = 0; i < work.length; i += 100) await send(deps, work.slice(i, i + 100));
-  }
+  const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
+  const bounds: (string | null)[] = [];
+  for (let i = chunk - 1; i < matched.length - 1; i += chunk) bounds.push(matched[i]?.id ?? null);
+  bounds.push(done ? null : last);
+  let from = after;
+  const work: SendMessage[] = bounds.map((to) => {
+    const message: SendMessage = { type: "deliver", operation_id: op.id, from, to };
+    from = to;
+    return message;
+  });
+  for (let i = 0; i < work.length; i += 100) await send(deps, work.slice(i, i + 100));
 
   const advanced = await advanceFanout(deps.d1, op, after, last, done, deps.now());
   return { advanced, done, last };
