@@ -1,6 +1,10 @@
+import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type CampaignContent, compileCampaign, MAX_RENDERED, type Recipient, renderMessage } from "../src/content";
+import { signerFor } from "../src/lib/signing";
+import { composeEmail, composerFor } from "../src/sending/compose";
+import type { MessageContext } from "../src/sending/send.repository";
 
 // A part without tags renders from a flat list of steps, each distinct output evaluated once per
 // message (src/content/plan.ts); a part with tags through liquidjs's renderer. Every message here is
@@ -206,6 +210,38 @@ describe("rendering by steps, for drawn templates and recipients", () => {
     // Not vacuous: most drawn campaigns compile, and many of their html parts take the steps.
     expect(compared).toBeGreaterThan(700);
     expect(withSteps).toBeGreaterThan(100);
+  });
+});
+
+describe("a campaign is compiled once per isolate for the same content", () => {
+  const context: MessageContext = {
+    campaignId: "cmp_01JCOMPILEDONCE00000000000",
+    subject: "Hi {{ subscriber.name }}",
+    preheader: null,
+    html: "<html><body><p>{{ subscriber.email }}</p></body></html>",
+    text: null,
+    newsletterName: "Weekly",
+    address: null,
+    fromName: null,
+    fromEmail: "news@example.com",
+    replyTo: null,
+  };
+  const signer = signerFor({ DB: env.DB, CURSOR_SECRET: "compiled-once-test-secret" });
+  const environment = { PUBLIC_BASE_URL: "https://news.example.com" };
+  const ana = { id: "sub_01JCOMPILEDONCE00000000000", email: "ana@example.com", name: "Ana", tags: [], location: null, source: null };
+
+  it("reuses the compiled campaign, and compiles again when anything it renders changes", async () => {
+    const first = composerFor(context, environment, signer);
+    expect(composerFor({ ...context }, environment, signer).compiled).toBe(first.compiled);
+    // The newsletter renamed mid-send: the footer must say the new name.
+    const renamed = composerFor({ ...context, newsletterName: "Monthly" }, environment, signer);
+    expect(renamed.compiled).not.toBe(first.compiled);
+    expect((await composeEmail(renamed, ana, "dlv_1")).text).toContain("subscribed to Monthly.");
+    for (const change of [{ subject: "Hello" }, { preheader: "Pre" }, { html: "<p>x</p>" }, { text: "t" }, { address: "1 Main St" }]) {
+      expect(composerFor({ ...context, ...change }, environment, signer).compiled).not.toBe(renamed.compiled);
+    }
+    // Another campaign with the same content is compiled on its own.
+    expect(composerFor({ ...context, campaignId: "cmp_01JCOMPILEDONCE00000000001" }, environment, signer).compiled).not.toBe(first.compiled);
   });
 });
 

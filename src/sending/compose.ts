@@ -26,8 +26,29 @@ export const SAMPLE_SUBSCRIBER_ID = "sub_00000000000000000000000000";
 export const formatFrom = (context: Pick<MessageContext, "fromName" | "fromEmail">) =>
   context.fromName ? `"${context.fromName.replace(/["\\]/g, "\\$&")}" <${context.fromEmail}>` : context.fromEmail;
 
+// Compiling a campaign (parsing and checking its templates, deriving its text part from the html)
+// takes milliseconds for a large html, more than rendering a whole delivery chunk: an isolate keeps
+// the last campaigns it compiled, each with the exact content it was compiled from, and reuses one
+// only for the same content (a newsletter renamed mid-send is compiled again).
+const COMPILED_KEPT = 8;
+const compiledCampaigns = new Map<string, { content: (string | null)[]; compiled: CompiledCampaign }>();
+
+const compiledFor = (context: MessageContext): CompiledCampaign => {
+  const content = [context.subject, context.preheader, context.html, context.text, context.newsletterName, context.address];
+  const kept = compiledCampaigns.get(context.campaignId);
+  compiledCampaigns.delete(context.campaignId);
+  const compiled =
+    kept && kept.content.every((value, i) => value === content[i])
+      ? kept.compiled
+      : compileCampaign(context, { name: context.newsletterName, address: context.address });
+  // Most recently used last; the first is the one to forget.
+  compiledCampaigns.set(context.campaignId, { content, compiled });
+  if (compiledCampaigns.size > COMPILED_KEPT) compiledCampaigns.delete(compiledCampaigns.keys().next().value as string);
+  return compiled;
+};
+
 export const composerFor = (context: MessageContext, env: Pick<Env, "PUBLIC_BASE_URL">, signer: Signer): Composer => ({
-  compiled: compileCampaign(context, { name: context.newsletterName, address: context.address }),
+  compiled: compiledFor(context),
   campaignId: context.campaignId,
   from: formatFrom(context),
   replyTo: context.replyTo,
