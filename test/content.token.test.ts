@@ -43,4 +43,18 @@ describe("unsubscribe tokens", () => {
     expect(await readUnsubscribeToken(signer, flipped)).toBeNull();
     for (const bad of ["", "x", token.slice(1), `${token}A`, "!".repeat(66)]) expect(await readUnsubscribeToken(signer, bad)).toBeNull();
   });
+
+  it("are read in their one encoding: a last character changed only in bits no encoding uses is still altered", async () => {
+    const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const token = await unsubscribeToken(signer, target);
+    // 22 characters carry the 16-byte signature: the last one's low 4 bits are always 0.
+    const last = ALPHABET.indexOf(token.at(-1) as string);
+    expect(last % 16).toBe(0);
+    for (let low = 1; low < 16; low++) {
+      const altered = `${token.slice(0, -1)}${ALPHABET[last + low]}`;
+      expect(await readUnsubscribeToken(signer, altered)).toBeNull();
+    }
+    // (The payload's 44 characters carry its 33 bytes exactly: no spare bits there.)
+    expect(await readUnsubscribeToken(signer, token)).toEqual(target);
+  });
 });

@@ -26,17 +26,28 @@ export const randomBase62 = (length: number): string => {
   return out;
 };
 
-export const base64UrlEncode = (bytes: Uint8Array): string =>
-  btoa(String.fromCharCode(...bytes))
-    .replaceAll("+", "-")
-    .replaceAll("/", "_")
-    .replace(/=+$/, "");
+// The runtime's own base64 (TC39 Uint8Array base64, in workerd's V8): every unsubscribe link of a
+// send encodes two byte strings, so no string round trip through btoa and regular expressions.
+type Base64Options = { alphabet?: "base64" | "base64url"; omitPadding?: boolean; lastChunkHandling?: "loose" | "strict" | "stop-before-partial" };
+declare global {
+  interface Uint8Array {
+    toBase64(options?: Base64Options): string;
+  }
+  interface Uint8ArrayConstructor {
+    fromBase64(text: string, options?: Base64Options): Uint8Array;
+  }
+}
 
+export const base64UrlEncode = (bytes: Uint8Array): string => bytes.toBase64({ alphabet: "base64url", omitPadding: true });
+
+/**
+ * base64url without padding, canonical only: a text whose last character carries bits no encoding
+ * sets (an altered signature that would decode to the same bytes) is no encoding, so null.
+ */
 export const base64UrlDecode = (text: string): Uint8Array | null => {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
   try {
-    const binary = atob(text.replaceAll("-", "+").replaceAll("_", "/"));
-    return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+    return Uint8Array.fromBase64(text.padEnd(Math.ceil(text.length / 4) * 4, "="), { alphabet: "base64url", lastChunkHandling: "strict" });
   } catch {
     return null;
   }
