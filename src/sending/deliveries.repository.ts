@@ -31,7 +31,7 @@ export const recipientWindow = async (
   after: string | null,
   size: number,
 ): Promise<Candidate[]> => {
-  const { results } = await d1
+  const rows = await d1
     .prepare(
       `WITH page AS (
          SELECT id, email, name, tags, location, source FROM subscribers
@@ -56,8 +56,14 @@ export const recipientWindow = async (
       op.segmentFilter?.tags_any ? JSON.stringify(op.segmentFilter.tags_any) : null,
       op.segmentFilter?.tags_all ? JSON.stringify(op.segmentFilter.tags_all) : null,
     )
-    .all<{ id: string; email: string; matches: number } & SubscriberFieldsRow>();
-  return results.map((r) => ({ id: r.id, email: r.email, matches: r.matches === 1, fields: subscriberFields(r) }));
+    // Rows as arrays, in the SELECT's column order: no object per row for the runtime to build.
+    .raw<[string, string, string | null, string, string | null, string | null, number]>();
+  return rows.map(([id, email, name, tags, location, source, matches]) => ({
+    id,
+    email,
+    matches: matches === 1,
+    fields: subscriberFields({ name, tags, location, source }),
+  }));
 };
 
 export type NewDelivery = { id: string; subscriberId: string; email: string };
