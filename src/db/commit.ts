@@ -52,8 +52,7 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
     return (await db.batch(statements as unknown as [BatchItem<"sqlite">])) as unknown as BatchResponse<T>;
   }
   const now = Date.now();
-  // With events: [marks before] statements [mark, events] record [clear]; the record then asks the
-  // mark whether the write applied, since `changes()` would speak of the last event.
+  // With events: [marks before] statements [mark?, events] record [clear?] (src/events/write-events.ts).
   const events = list.length > 0 ? writeEvents(db, list, now) : undefined;
   const head = [...(request ? [dropExpiredRecord(db, request, now)] : []), ...(events?.before ?? [])];
   const record = !request
@@ -61,7 +60,7 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
     : "resource" in answer
       ? [snapshotRecord(db, request, now, answer, events?.applied)]
       : [renderedRecord(db, request, now, { status: answer.status, body: JSON.stringify(answer.body) } satisfies StoredResponse)];
-  const batch = [...head, ...statements, ...(events?.after ?? []), ...record, ...(events ? [events.clear] : [])];
+  const batch = [...head, ...statements, ...(events?.after ?? []), ...record, ...(events?.clear ?? [])];
   let results: unknown[];
   try {
     results = await db.batch(batch as unknown as [BatchItem<"sqlite">]);
@@ -70,11 +69,16 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
     if (!request || !existing) throw err;
     throw answeredBefore(request, existing);
   }
-  const changed = (i: number) => ((results[i] as { meta?: { changes?: number } } | undefined)?.meta?.changes ?? 0) > 0;
-  // Right after the statements: the mark (with events) or the record (without) says whether the write applied.
+  // A statement's result: rows when it returns them (an event), else its meta.
+  const changed = (i: number) => {
+    const result = results[i];
+    return Array.isArray(result) ? result.length > 0 : ((result as { meta?: { changes?: number } } | undefined)?.meta?.changes ?? 0) > 0;
+  };
+  // Right after the statements: the mark or the first event (with events) or the record (without)
+  // says whether the write applied.
   const decisive = head.length + statements.length;
   if (request && (changed(decisive) || !("resource" in answer))) request.state = "committed";
-  const written = events?.ids.filter((_, i) => undispatchedIn(results[decisive + 1 + i])) ?? [];
+  const written = events?.ids.filter((_, i) => undispatchedIn(results[decisive + events.eventsAt + i])) ?? [];
   if (written.length > 0) c.executionCtx.waitUntil(enqueueDispatch(c.env.WEBHOOK_QUEUE, written));
   return results.slice(head.length, decisive) as unknown as BatchResponse<T>;
 };
