@@ -187,6 +187,9 @@ describe("Idempotency-Key", () => {
     expect(existing.status).toBe(201);
     const conflict = await t.call("POST", `${t.ws}/subscribers`, withKey("conflict-key", { email: "Taken@example.com" }));
     expectError(conflict, 409, "subscriber_exists", "email");
+    // The refused write wrote no event: only the first create's.
+    const events = await env.DB.prepare("SELECT type FROM events WHERE workspace_id = ?").bind(t.workspace.id).all<{ type: string }>();
+    expect(events.results.map((e) => e.type)).toEqual(["subscriber.created"]);
 
     // Even once the conflict is gone, the key keeps answering what it answered.
     await env.DB.prepare("delete from subscribers where id = ?").bind(existing.body.data.id).run();
