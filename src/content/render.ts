@@ -126,6 +126,7 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   const renderer = new MessageRenderer(renderContext(scope), campaign.outputs);
   const subject = part("subject", () => oneLine(renderer.render(campaign.subject, MAX_RENDERED.subject)));
   scope.campaign = { subject };
+  // The scope has grown: nothing evaluated before it is reused after.
   renderer.forget();
   const preheader = campaign.preheader ? part("preheader", () => oneLine(renderer.render(campaign.preheader as Part, MAX_RENDERED.preheader))) : "";
   const blocks = campaign.blocks(preheader, unsubscribeUrl);
