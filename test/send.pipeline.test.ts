@@ -5,7 +5,7 @@ import worker from "../src/index";
 import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE, MAX_DELIVERY_ATTEMPTS } from "../src/sending/pipeline";
 import { HEDGE_AFTER_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { seedSubscribers } from "./helpers";
-import { mockResend } from "./resend.mock";
+import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, createNewsletter, type Tenant } from "./send.fixtures";
 import { harness, operationOf, send } from "./send.harness";
 
@@ -48,6 +48,21 @@ const crashingD1 = (sql: string, skip = 0) => {
 afterEach(() => {
   vi.restoreAllMocks();
 });
+
+
+/**
+ * A live send through the Resend mock to `recipients` new subscribers (`fields` as seedSubscribers
+ * takes them), the mock answering with `faults` first.
+ */
+const resendSend = async (options: { recipients: number; faults?: Fault[]; fields?: Parameters<typeof seedSubscribers>[2] }) => {
+  const h = await harness("live");
+  const ids = await seedSubscribers(h.t.workspace.id, options.recipients, options.fields);
+  const resend = mockResend();
+  resend.inject(...(options.faults ?? []));
+  const campaign = await createCampaign(h.t);
+  const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+  return { h, ids, resend, campaign, op };
+};
 
 describe("delivery through Resend (live credential, mocked provider)", () => {
   it("sends every subscriber exactly the message its preview shows (one rendering path)", async () => {
@@ -113,12 +128,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
   });
 
   it("waits out a 429's Retry-After (every sender paused), then retries the message under the same key", async () => {
-    const h = await harness("live");
-    await seedSubscribers(h.t.workspace.id, 3);
-    const resend = mockResend();
-    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "status" as const, status: 429, name: "rate_limit_exceeded", retryAfter: 1 })));
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "status" as const, status: 429, name: "rate_limit_exceeded", retryAfter: 1 })) });
 
     await h.step(); // start
     await h.step(); // fan-out
@@ -142,12 +152,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
   });
 
   it("gives up on a provider answering 500 forever: deliveries failed, operation and campaign failed", async () => {
-    const h = await harness("live");
-    await seedSubscribers(h.t.workspace.id, 2);
-    const resend = mockResend();
-    resend.inject(...Array.from({ length: 100 }, () => ({ kind: "status" as const, status: 500, name: "internal_server_error" })));
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, resend, campaign, op } = await resendSend({ recipients: 2, faults: Array.from({ length: 100 }, () => ({ kind: "status" as const, status: 500, name: "internal_server_error" })) });
     await h.drain();
 
     expect(resend.calls).toHaveLength(TRIES_PER_STEP * MAX_DELIVERY_ATTEMPTS);
@@ -163,12 +168,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
   });
 
   it("a recipient rejected in a batch fails alone; the rest of the batch is sent once", async () => {
-    const h = await harness("live");
-    await seedSubscribers(h.t.workspace.id, 3, (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }));
-    const resend = mockResend();
-    resend.inject({ kind: "reject", indexes: [1] });
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: [{ kind: "reject", indexes: [1] }], fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }) });
     await h.drain();
 
     expect(resend.calls).toHaveLength(1);
@@ -181,12 +181,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
   });
 
   it("a strict 4xx naming one message fails that delivery only and sends the others as their own batch", async () => {
-    const h = await harness("live");
-    await seedSubscribers(h.t.workspace.id, 3, (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }));
-    const resend = mockResend();
-    resend.inject({ kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" });
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: [{ kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" }], fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }) });
     await h.drain();
 
     expect(resend.calls).toHaveLength(2);
@@ -200,12 +195,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
 
 describe("crashes and redelivery", () => {
   it("a batch that keeps failing to connect is retried by its message under the same key: nobody twice, nobody lost", async () => {
-    const h = await harness("live");
-    const ids = await seedSubscribers(h.t.workspace.id, 100);
-    const resend = mockResend();
-    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "network" as const })));
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 100, faults: Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "network" as const })) });
     await h.drain();
 
     const deliveries = await allDeliveries(h.t, campaign.id);
@@ -243,12 +233,7 @@ describe("crashes and redelivery", () => {
   });
 
   it("a request that timed out after Resend accepted it is asked again under its key and sends nothing twice", async () => {
-    const h = await harness("live");
-    await seedSubscribers(h.t.workspace.id, 5);
-    const resend = mockResend();
-    resend.inject({ kind: "timeout" });
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, resend, op } = await resendSend({ recipients: 5, faults: [{ kind: "timeout" }] });
     await h.drain();
 
     expect(resend.calls.map((c) => c.status)).toEqual(["timeout", 200]);
@@ -258,12 +243,7 @@ describe("crashes and redelivery", () => {
   });
 
   it("an answer lost on the way back costs one more request, not a timeout: a second ask under the key answers, the first is abandoned", async () => {
-    const h = await harness("live");
-    await seedSubscribers(h.t.workspace.id, 5);
-    const resend = mockResend();
-    resend.inject({ kind: "hang" });
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, resend, campaign, op } = await resendSend({ recipients: 5, faults: [{ kind: "hang" }] });
     await h.drain();
 
     // The first request was accepted and never answered; the second, under the same key, got its
@@ -280,12 +260,7 @@ describe("crashes and redelivery", () => {
   });
 
   it("asks a third time when the second ask is lost too", async () => {
-    const h = await harness("live");
-    await seedSubscribers(h.t.workspace.id, 5);
-    const resend = mockResend();
-    resend.inject({ kind: "hang" }, { kind: "hang" });
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, resend, op } = await resendSend({ recipients: 5, faults: [{ kind: "hang" }, { kind: "hang" }] });
     await h.drain();
 
     expect(resend.calls.map((c) => c.status)).toEqual(["abandoned", "abandoned", 200]);
@@ -295,12 +270,7 @@ describe("crashes and redelivery", () => {
   });
 
   it("a slow answer is waited for: Resend's 409 for a key in progress stops further asks", async () => {
-    const h = await harness("live");
-    await seedSubscribers(h.t.workspace.id, 5);
-    const resend = mockResend();
-    resend.inject({ kind: "slow", ms: HEDGE_AFTER_MS * 2 });
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, resend, campaign, op } = await resendSend({ recipients: 5, faults: [{ kind: "slow", ms: HEDGE_AFTER_MS * 2 }] });
     await h.drain();
 
     // One ask after HEDGE_AFTER_MS met the first still in progress; none followed it, and the first
@@ -458,11 +428,7 @@ describe("crashes and redelivery", () => {
 
 describe("consent at delivery time", () => {
   it("never mails a subscriber who unsubscribed after the fan-out picked them", async () => {
-    const h = await harness("live");
-    const ids = await seedSubscribers(h.t.workspace.id, 5);
-    const resend = mockResend();
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 5 });
     await h.step(); // start
     await h.step(); // fan-out: five deliveries queued
     const gone = ids[2];
