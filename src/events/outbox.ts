@@ -30,8 +30,9 @@ export type OutboxEvent = EventSpec & { onlyIf?: SQL };
  * statement to place RIGHT AFTER the statement that makes the change. The event is written iff that
  * statement changed a row (`changes() > 0`) and its `onlyIf` holds. Run the batch through
  * `withOutbox(...).batch`, or call `dispatchWritten` with its results, so the written event reaches
- * the webhook queue. (Several events after one change need the marks `commit` uses:
- * src/events/write-events.ts.)
+ * the webhook queue. Several events after one change chain: each placed right after the one before
+ * is written iff that one was (conditions that must not break the chain take the marks `commit` uses,
+ * src/events/write-events.ts).
  *
  *   const event = outboxStatement(d1, { type: "subscriber.bounced", resource: "subscriber", id }, now);
  *   const results = await d1.batch([markBounced, event, ...rest]);
