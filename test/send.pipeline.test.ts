@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE, MAX_DELIVERY_ATTEMPTS } from "../src/sending/pipeline";
 import { HEDGE_AFTER_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
-import { seedSubscribers } from "./helpers";
+import { expectError, seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, createNewsletter, type Tenant } from "./send.fixtures";
 import { harness, operationOf, send } from "./send.harness";
@@ -509,6 +509,43 @@ describe("scheduling and the sweeper", () => {
     expect(h.queue.messages).toEqual([]);
     await sweepAt(startAt - 30_000);
     expect(h.queue.messages).toEqual([{ body: { type: "start", operation_id: op.id }, attempts: 1, delaySeconds: 30 }]);
+  });
+
+  it("a scheduled send moved earlier gets a start timed for its new time; moved later, its start sleeps again", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 2);
+    const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 3600_000).toISOString() });
+    const op = await send(h.t, campaign.id, {});
+    expect(h.queue.messages.map((m) => m.delaySeconds)).toEqual([3600]);
+    h.queue.messages = [];
+    const patch = (scheduledAt: string | null) => h.t.call("PATCH", `${h.t.ws}/campaigns/${campaign.id}`, { body: { scheduled_at: scheduledAt } });
+
+    const later = await patch(new Date(Date.now() + 7200_000).toISOString());
+    expect(later.status, later.text).toBe(200);
+    // No new message: the one queued, arriving first, goes back to sleep until the new time.
+    expect(h.queue.messages).toEqual([]);
+    const soon = await patch(new Date(Date.now() + 5_000).toISOString());
+    expect(soon.status, soon.text).toBe(200);
+    expect(h.queue.messages).toEqual([{ body: { type: "start", operation_id: op.id }, attempts: 1, delaySeconds: 5 }]);
+    const row = await h.env.DB.prepare("SELECT start_at FROM operations WHERE id = ?").bind(op.id).first<{ start_at: number }>();
+    expect(row?.start_at).toBe(Date.parse(soon.body.data.scheduled_at));
+  });
+
+  it("a scheduled campaign's scheduled_at cannot be cleared (409, nothing changes); a draft's can", async () => {
+    const h = await harness("test");
+    const at = new Date(Date.now() + 3600_000).toISOString();
+    const campaign = await createCampaign(h.t, { subject: "Later", scheduled_at: at });
+    const draft = await h.t.call("PATCH", `${h.t.ws}/campaigns/${campaign.id}`, { body: { scheduled_at: null } });
+    expect(draft.body.data).toMatchObject({ status: "draft", scheduled_at: null });
+    await h.t.call("PATCH", `${h.t.ws}/campaigns/${campaign.id}`, { body: { scheduled_at: at } });
+    const op = await send(h.t, campaign.id, {});
+    h.queue.messages = [];
+    const cleared = await h.t.call("PATCH", `${h.t.ws}/campaigns/${campaign.id}`, { body: { subject: "Now", scheduled_at: null } });
+    expectError(cleared, 409, "campaign_not_editable", "scheduled_at");
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data).toMatchObject({ status: "scheduled", scheduled_at: at, subject: "Later" });
+    const row = await h.env.DB.prepare("SELECT status, start_at FROM operations WHERE id = ?").bind(op.id).first();
+    expect(row).toEqual({ status: "queued", start_at: Date.parse(at) });
+    expect(h.queue.messages).toEqual([]);
   });
 
   it("a start that arrives before its time goes back to sleep instead of starting early", async () => {

@@ -6,7 +6,7 @@ import { newId } from "../lib/ids";
 import { findNewsletter } from "../newsletters/newsletters.repository";
 import { serializeOperation } from "../operations/operations.schemas";
 import { findSegment } from "../segments/segments.repository";
-import { startCampaignSend } from "../sending/producer";
+import { enqueueStart, startCampaignSend } from "../sending/producer";
 import { validateCampaignContent } from "../content";
 import { previewEmail, testSend } from "./campaign-mail";
 import { type CampaignChanges, type CampaignRow, editableStatuses, findCampaign, insertCampaign, listCampaignsPage, updateCampaignStatements } from "./campaigns.repository";
@@ -77,14 +77,29 @@ export const campaignsRouter = createRouter()
       id: campaign_id,
     });
     const [row] = results.at(-1) as CampaignRow[];
-    if (row) return c.json(envelope(serializeCampaign(row)), 200);
+    if (row) {
+      // A scheduled send moved earlier needs a start message of its own (src/sending/producer.ts).
+      if (defined.scheduledAt) {
+        type Start = { id: string; startAt: number | null }[];
+        const [[before], [moved]] = results as [Start, Start];
+        if (before && moved && (moved.startAt ?? 0) < (before.startAt ?? 0)) await enqueueStart(c.env, moved.id, moved.startAt, Date.now());
+      }
+      return c.json(envelope(serializeCampaign(row)), 200);
+    }
     // Nothing changed: say why.
     const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
     if (!campaign) throw notFound("campaign", campaign_id);
     if (!(editableStatuses as readonly string[]).includes(campaign.status)) {
       throw new ApiError("campaign_not_editable", `Only a draft or scheduled campaign can be edited; this one is ${campaign.status}`);
     }
-    if (typeof defined.segmentId === "string") throw missing("segment_id", defined.segmentId);
+    if (typeof defined.segmentId === "string" && !(await findSegment(c.var.db, workspace_id, defined.segmentId))) throw missing("segment_id", defined.segmentId);
+    if (defined.scheduledAt === null && campaign.status === "scheduled") {
+      throw new ApiError(
+        "campaign_not_editable",
+        "A scheduled campaign keeps its scheduled_at: set another time in the future to move its send",
+        { param: "scheduled_at" },
+      );
+    }
     throw new Error(`campaign ${campaign_id} was not updated, yet it is editable`);
   })
   .openapi(previewCampaign, async (c) => {

@@ -70,27 +70,31 @@ const segmentExists = (workspaceId: string, segmentId: string | null | undefined
 /**
  * The statements of a campaign edit, decisive one last: the campaign changes only while it is a draft
  * or scheduled and its new segment (if any) exists. A scheduled campaign given a new `scheduled_at`
- * moves its queued send along (null: due now), under the same conditions.
+ * moves its queued send along, under the same conditions (the batch reads its start time first, so
+ * the handler knows whether the send moved earlier); its `scheduled_at` cannot be cleared (a
+ * scheduled send keeps a time: the edit changes nothing, and the handler says why).
  */
 export const updateCampaignStatements = (db: Db, workspaceId: string, id: string, changes: CampaignChanges, now: number): BatchItem<"sqlite">[] => {
   const editable = and(
     eq(campaigns.workspaceId, workspaceId),
     eq(campaigns.id, id),
-    inArray(campaigns.status, editableStatuses),
+    changes.scheduledAt === null ? eq(campaigns.status, "draft") : inArray(campaigns.status, editableStatuses),
     segmentExists(workspaceId, changes.segmentId),
   );
   const update = db.update(campaigns).set({ ...changes, updatedAt: now }).where(editable).returning();
-  if (changes.scheduledAt === undefined) return [update];
+  if (changes.scheduledAt === undefined || changes.scheduledAt === null) return [update];
+  const queued = and(eq(operations.campaignId, id), eq(operations.status, "queued"));
+  const before = db.select({ id: operations.id, startAt: operations.startAt }).from(operations).where(queued);
   const reschedule = db
     .update(operations)
-    .set({ startAt: changes.scheduledAt ?? now, updatedAt: now })
+    .set({ startAt: changes.scheduledAt, updatedAt: now })
     .where(
       and(
-        eq(operations.campaignId, id),
-        eq(operations.status, "queued"),
+        queued,
         sql`EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ${id} AND c.workspace_id = ${workspaceId} AND c.status = 'scheduled')`,
         segmentExists(workspaceId, changes.segmentId),
       ),
-    );
-  return [reschedule, update];
+    )
+    .returning({ id: operations.id, startAt: operations.startAt });
+  return [before, reschedule, update];
 };

@@ -83,20 +83,28 @@ export const startCampaignSend = async (c: Context<AppEnv>, request: SendRequest
     throw notSendable(campaign.status);
   }
 
-  const delaySeconds = Math.ceil(((operation.startAt ?? now) - now) / 1000);
-  if (delaySeconds <= MAX_QUEUE_DELAY_SECONDS) {
-    try {
-      await c.env.SEND_QUEUE.send({ type: "start", operation_id: id } satisfies SendMessage, { delaySeconds: Math.max(0, delaySeconds) });
-    } catch (err) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          event: "send_enqueue_failed",
-          operation_id: id,
-          error: err instanceof Error ? err.message : String(err),
-        }),
-      );
-    }
-  }
+  await enqueueStart(c.env, id, operation.startAt, now);
   return operation;
+};
+
+/**
+ * The start message of a send due within the queue's longest delay, timed for its start (a later one
+ * is started by the cron sweeper, which also re-sends a start whose enqueue failed here). A start
+ * that arrives early sleeps again, so a send moved later needs no new message; one moved earlier does.
+ */
+export const enqueueStart = async (env: Env, operationId: string, startAt: number | null, now: number) => {
+  const delaySeconds = Math.ceil(((startAt ?? now) - now) / 1000);
+  if (delaySeconds > MAX_QUEUE_DELAY_SECONDS) return;
+  try {
+    await env.SEND_QUEUE.send({ type: "start", operation_id: operationId } satisfies SendMessage, { delaySeconds: Math.max(0, delaySeconds) });
+  } catch (err) {
+    console.error(
+      JSON.stringify({
+        level: "error",
+        event: "send_enqueue_failed",
+        operation_id: operationId,
+        error: err instanceof Error ? err.message : String(err),
+      }),
+    );
+  }
 };
