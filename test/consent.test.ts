@@ -112,7 +112,7 @@ describe("POST /u/{token}", () => {
     expect((await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at).toBe(recorded);
   });
 
-  it("accepts an empty body, a multipart one-click and the page's own form", async () => {
+  it("accepts an empty body, a multipart one-click, one ending in a line break and the page's own form", async () => {
     const t = await tenant();
     const a = await recipient(t, { email: "a@example.com" });
     expect((await page("POST", `/u/${a.token}`)).status).toBe(200);
@@ -123,6 +123,11 @@ describe("POST /u/{token}", () => {
     form.set("List-Unsubscribe", "One-Click");
     expect((await page("POST", `/u/${b.token}`, { raw: form })).status).toBe(200);
     expect((await subscriberOf(t, b.subscriberId)).status).toBe("unsubscribed");
+
+    // The RFC 8058 body followed by a line break, as some clients send it.
+    const crlf = await recipient(t, { email: "crlf@example.com" });
+    expect((await page("POST", `/u/${crlf.token}`, { raw: "List-Unsubscribe=One-Click\r\n", headers: ONE_CLICK })).status).toBe(200);
+    expect((await subscriberOf(t, crlf.subscriberId)).status).toBe("unsubscribed");
 
     // The page's form posts exactly what a mailbox provider does.
     const c = await recipient(t, { email: "c@example.com" });
@@ -145,6 +150,8 @@ describe("POST /u/{token}", () => {
     expect(res.text).toContain("You’re unsubscribed");
     expect(res.text).not.toContain("/resubscribe");
     expect((await subscriberOf(t, bounced.subscriberId)).status).toBe("bounced");
+    // Nothing was unsubscribed through this link: its delivery records nothing.
+    expect((await delivery(bounced.campaignId, bounced.subscriberId))!.unsubscribed_at).toBeNull();
     // And resubscribing through the link never brings a bounced address back.
     const back = await page("POST", `/u/${bounced.token}/resubscribe`, { raw: "List-Unsubscribe=One-Click", headers: ONE_CLICK });
     expect(back.status).toBe(409);
@@ -173,6 +180,7 @@ describe("POST /u/{token}", () => {
     expect(json.status).toBe(415);
     expectPageHeaders(json);
     const wrong = await page("POST", `/u/${r.token}`, { raw: "List-Unsubscribe=Maybe", headers: ONE_CLICK });
+    expect((await page("POST", `/u/${r.token}`, { raw: "List-Unsubscribe=One-Clicked", headers: ONE_CLICK })).status).toBe(400);
     expect(wrong.status).toBe(400);
     const huge = await page("POST", `/u/${r.token}`, { raw: `List-Unsubscribe=One-Click&pad=${"x".repeat(1024 * 1024)}`, headers: ONE_CLICK });
     expect(huge.status).toBe(413);

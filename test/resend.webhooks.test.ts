@@ -162,6 +162,39 @@ describe("POST /webhooks/resend: effects", () => {
   });
 });
 
+describe("POST /webhooks/resend: what later events may change", () => {
+  it("a bounce's type only ever hardens: Transient after Permanent keeps Permanent; none on a complained delivery", async () => {
+    const s = await sentCampaign(3);
+    const [hard, soft, complained] = s.deliveries as [Delivery, Delivery, Delivery];
+    const bounce = (d: Delivery, type: string) => post(s.h.env, { body: event("email.bounced", d.provider_message_id ?? "", { bounce: { type } }) });
+    await bounce(hard, "Permanent");
+    expect((await bounce(hard, "Transient")).body.data.result).toBe("ignored");
+    expect(await s.delivery(hard.id)).toMatchObject({ status: "bounced", bounce_type: "Permanent" });
+    await bounce(soft, "Transient");
+    await bounce(soft, "Permanent");
+    expect(await s.delivery(soft.id)).toMatchObject({ status: "bounced", bounce_type: "Permanent" });
+    expect(await s.subscriberStatus(soft.subscriber_id)).toBe("bounced");
+    await post(s.h.env, { body: event("email.complained", complained.provider_message_id ?? "") });
+    await bounce(complained, "Permanent");
+    expect(await s.delivery(complained.id)).toMatchObject({ status: "complained", bounce_type: null });
+  });
+
+  it("a complaint from an address that left through its unsubscribe link keeps it from coming back through that link", async () => {
+    const s = await sentCampaign(1);
+    const d = s.deliveries[0] as Delivery;
+    // The link of the message as sent (the preview renders it with the same code and token).
+    const preview = await s.h.t.call("POST", `${s.h.t.ws}/campaigns/${s.campaign.id}/preview`, { body: { subscriber_id: d.subscriber_id } });
+    const token = /\/u\/([^>]+)>/.exec(preview.body.data.headers["List-Unsubscribe"])?.[1] ?? "";
+    const page = (path: string) => app.fetch(new Request(`https://api.example.test${path}`, { method: "POST" }), s.h.env, createExecutionContext());
+    const first = await page(`/u/${token}`);
+    expect(first.status).toBe(200);
+    expect(await s.subscriberStatus(d.subscriber_id)).toBe("unsubscribed");
+    await post(s.h.env, { body: event("email.complained", d.provider_message_id ?? "") });
+    expect((await page(`/u/${token}/resubscribe`)).status).toBe(409);
+    expect(await s.subscriberStatus(d.subscriber_id)).toBe("unsubscribed");
+  });
+});
+
 describe("receipts", () => {
   it("the sweeper drops receipts a week old, and keeps newer ones", async () => {
     const now = Date.now();

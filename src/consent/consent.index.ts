@@ -81,7 +81,9 @@ const checkForm = async (c: Context<AppEnv>): Promise<FormCheck> => {
   } catch {
     return { ok: false, page: respond(problemPage(400, "Unreadable request", "Use the button on this page.")) };
   }
-  if (form.get("List-Unsubscribe") !== "One-Click") {
+  // RFC 8058's body is exactly `List-Unsubscribe=One-Click`; a client that ends it with a line break means the same.
+  const field = form.get("List-Unsubscribe");
+  if (typeof field !== "string" || field.trimEnd() !== "One-Click") {
     return { ok: false, page: respond(problemPage(400, "Unreadable request", "Use the button on this page.")) };
   }
   return { ok: true };

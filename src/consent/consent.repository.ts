@@ -53,11 +53,20 @@ const sameWorkspace = `EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ?2 AND c.w
 
 /**
  * Unsubscribe through the link: an active or pending subscriber becomes `unsubscribed` (a bounced
- * one stays bounced, an unsubscribed one stays as it is), and the campaign's delivery records the
- * first use of its link. Repeating it changes nothing more.
+ * one stays bounced, an unsubscribed one stays as it is), and the campaign's delivery records that
+ * its link did it (`unsubscribed_at`, set only by the use that changed the status: the delivery is
+ * marked first, while the subscriber is still active, then the subscriber). Repeating it changes
+ * nothing more.
  */
 export const unsubscribeThroughLink = async (d1: D1Database, target: UnsubscribeTarget, now: number) => {
   const results = await d1.batch<StateRow>([
+    d1
+      .prepare(
+        `UPDATE deliveries SET unsubscribed_at = ?3, updated_at = ?3
+          WHERE campaign_id = ?2 AND subscriber_id = ?1 AND unsubscribed_at IS NULL
+            AND EXISTS (SELECT 1 FROM subscribers s WHERE s.id = ?1 AND s.status IN ('active', 'pending'))`,
+      )
+      .bind(target.subscriberId, target.campaignId, now),
     d1
       .prepare(
         `UPDATE subscribers SET status = 'unsubscribed', status_source = 'link', updated_at = ?3
@@ -66,12 +75,6 @@ export const unsubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
       .bind(target.subscriberId, target.campaignId, now),
     // Written iff the statement above unsubscribed them (not on a repeat); `d1` dispatches it (withOutbox).
     outboxStatement(d1, { type: "subscriber.unsubscribed", resource: "subscriber", id: target.subscriberId }, now),
-    d1
-      .prepare(
-        `UPDATE deliveries SET unsubscribed_at = ?3, updated_at = ?3
-          WHERE campaign_id = ?2 AND subscriber_id = ?1 AND unsubscribed_at IS NULL`,
-      )
-      .bind(target.subscriberId, target.campaignId, now),
     stateStatement(d1, target),
   ]);
   return toState(results.at(-1)?.results[0]);

@@ -40,7 +40,12 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
       return [{ sql: moveDelivery("delivered") }];
     case "email.bounced": {
       const effects: Effect[] = [
-        { sql: `UPDATE deliveries SET bounce_type = ?5, updated_at = ?4 WHERE ${OF_MESSAGE}` },
+        // The bounce's type goes with the move to `bounced`; afterwards only a Permanent bounce
+        // replaces a softer one (never the other way round, never on a complained delivery).
+        {
+          sql: `UPDATE deliveries SET bounce_type = ?5, updated_at = ?4
+                 WHERE ${OF_MESSAGE} AND (status IN ('sent', 'delivered') OR (status = 'bounced' AND ?5 = 'Permanent' AND bounce_type IS NOT 'Permanent'))`,
+        },
         { sql: moveDelivery("bounced"), event: { type: "delivery.bounced", resource: "delivery", id: delivery } },
       ];
       // Only a permanent bounce says the address is dead; others are recorded on the delivery.
@@ -62,6 +67,12 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
                  WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending')`,
           event: { type: "subscriber.unsubscribed", resource: "subscriber", id: subscriber },
         },
+        // Already unsubscribed (through a link, say): the complaint is now what keeps them out, so
+        // no unsubscribe link can bring them back. Nothing the API shows changes.
+        {
+          sql: `UPDATE subscribers SET status_source = 'complaint'
+                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status = 'unsubscribed' AND status_source IS NOT 'complaint'`,
+        },
       ];
     case "email.opened":
       return [{ sql: `UPDATE deliveries SET opened_at = ?3, updated_at = ?4 WHERE ${OF_MESSAGE} AND opened_at IS NULL` }];
@@ -77,12 +88,15 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
  * reports it (written only if the effect changed a row: subscriber.bounced, subscriber.unsubscribed,
  * delivery.bounced, delivery.complained), then the receipt.
  */
+/** How many of the shared bindings (?1 … ?5) a statement uses: D1 refuses more values than it names. */
+const placeholders = (query: string) => Math.max(...[...query.matchAll(/\?(\d)/g)].map((m) => Number(m[1])));
+
 export const feedbackStatements = (d1: D1Database, event: FeedbackEvent, now: number): D1PreparedStatement[] => {
   const statements =
     event.emailId === null
       ? []
       : effectsOf(event).flatMap(({ sql: query, event: outgoing }) => [
-          d1.prepare(query).bind(event.svixId, event.emailId, event.at, now, ...(query.includes("?5") ? [event.bounceType] : [])),
+          d1.prepare(query).bind(...[event.svixId, event.emailId, event.at, now, event.bounceType].slice(0, placeholders(query))),
           ...(outgoing ? [outboxStatement(d1, outgoing, now)] : []),
         ]);
   const receipt = d1
