@@ -38,7 +38,7 @@ describe("one error shape everywhere", () => {
     }
   });
 
-  it("reads an empty body sent as JSON as an empty object", async () => {
+  it("reads an empty body as an empty JSON object, whatever its content type", async () => {
     const t = await tenant();
     const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "e@example.com" } });
     const headers = { "content-type": "application/json" };
@@ -46,6 +46,10 @@ describe("one error shape everywhere", () => {
     expectError(patch, 400, "validation_failed");
     expect(patch.body.error.message).toContain("at least one");
     expectError(await t.call("POST", `${t.ws}/subscribers`, { raw: "", headers }), 400, "validation_failed", "email");
+    // Whatever its content type says: fetch(url, { method: "POST", body: "" }) labels it text/plain.
+    for (const type of ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded"]) {
+      expectError(await t.call("POST", `${t.ws}/subscribers`, { raw: "", headers: { "content-type": type } }), 400, "validation_failed", "email");
+    }
   });
 
   it("answers a body that is not JSON with 415 unsupported_media_type", async () => {

@@ -279,7 +279,7 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
     const [payload, mac] = cursor.split(".") as [string, string];
     const tampered = `${payload}.${mac.startsWith("A") ? "B" : "A"}${mac.slice(1)}`;
     const forgedPosition = `${btoa("sub_ZZZZZZZZZZZZZZZZZZZZZZZZZZ").replace(/=+$/, "")}.${mac}`;
-    for (const after of ["garbage", tampered, forgedPosition, `${cursor}.x`]) {
+    for (const after of ["garbage", tampered, forgedPosition, `${cursor}.x`, "", " ", "a".repeat(600), `${cursor}${"A".repeat(600)}`]) {
       expectError(await t.call("GET", `${t.ws}/subscribers?after=${encodeURIComponent(after)}`), 400, "invalid_cursor", "after");
     }
     // A cursor from another workspace's list, even one the same credential can read, is not valid here.

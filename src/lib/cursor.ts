@@ -8,6 +8,7 @@ import type { Signer } from "./signing";
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const PURPOSE = "cursor/v1";
+const MAX_CURSOR_LENGTH = 512;
 
 export type CursorCodec = {
   encode: (scope: string, position: string) => Promise<string>;
@@ -22,6 +23,8 @@ export const cursorCodec = (signer: Signer): CursorCodec => ({
   },
   async decode(scope, cursor) {
     const invalid = new ApiError("invalid_cursor", "after is not a cursor issued for this list", { param: "after" });
+    // Cursors this service issues are well under this; a longer one is not worth decoding.
+    if (cursor.length > MAX_CURSOR_LENGTH) throw invalid;
     const [payload, signature, ...rest] = cursor.split(".");
     if (!payload || !signature || rest.length > 0) throw invalid;
     const position = base64UrlDecode(payload);

@@ -158,12 +158,10 @@ export const limitQuery = queryString()
     example: 20,
   });
 
+/** Any text: whatever a cursor is not (empty, too long, altered) is a 400 `invalid_cursor`, never a page. */
 export const afterQuery = queryString()
-  .min(1)
-  .check(atMostCharacters(512))
-  .openapi({ maxLength: 512 })
   .optional()
-  .openapi({ description: "Opaque cursor: the previous page's `pagination.next_cursor`." });
+  .openapi({ description: "Opaque cursor: the previous page's `pagination.next_cursor`. Anything else is a 400 `invalid_cursor`." });
 
 // ---- Responses -------------------------------------------------------------------------------
 

@@ -71,8 +71,8 @@ const JSON_TYPE = /^application\/json\s*(?:;.*)?$/i;
 /**
  * Reads and checks a request body once, before the route's validators: size (413), media type (415)
  * and JSON syntax (400 invalid_json). The decoded text goes into Hono's body cache, which its JSON
- * validator reads (an empty body reads as `{}`, so a body-less POST sent with a JSON content type is
- * fine); the raw bytes stay cached for idempotency fingerprints.
+ * validator reads (an empty body reads as `{}`, whatever its content type says); the raw bytes stay
+ * cached for idempotency fingerprints.
  */
 export const readJsonBody = (maxBytes = MAX_BODY_BYTES) =>
   createMiddleware<AppEnv>(async (c, next) => {
@@ -81,6 +81,14 @@ export const readJsonBody = (maxBytes = MAX_BODY_BYTES) =>
     cacheBytes(c.req, bytes);
     if (bytes.byteLength === 0) {
       cacheText(c.req, "{}");
+      // No body has no media type to refuse (`fetch(url, { body: "" })` labels it text/plain): the
+      // route's validator sees it as an empty JSON body.
+      const type = c.req.header("content-type");
+      if (type !== undefined && !JSON_TYPE.test(type)) {
+        const headers = new Headers(c.req.raw.headers);
+        headers.set("content-type", "application/json");
+        c.req.raw = new Request(c.req.raw.url, { method: c.req.method, headers });
+      }
       return next();
     }
     const contentType = c.req.header("content-type");
