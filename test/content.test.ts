@@ -45,6 +45,16 @@ describe("rendering", () => {
     expect(m.html).toContain("<p>&lt;b&gt;Bob&lt;/b&gt; a&amp;b</p>");
   });
 
+  it("prints a capture as it was made in html: its outputs escaped once, its markup kept", () => {
+    const m = render({ html: "{% capture greeting %}<b>Hi</b> {{ subscriber.name }}{% endcapture %}<p>{{ greeting }}</p><p>{{ greeting | default: 'x' }}</p>" });
+    expect(m.html).toContain("<p><b>Hi</b> &lt;b&gt;Bob&lt;/b&gt;</p><p><b>Hi</b> &lt;b&gt;Bob&lt;/b&gt;</p>");
+    // The text derived from it captures text: nothing escaped there.
+    expect(m.text).toMatch(/^Hi <b>Bob<\/b>/);
+    // Only what a capture made is printed as it is; the raw value it was made from is escaped as ever.
+    const own = render({ html: "{% capture n %}{{ subscriber.name }}{% endcapture %}<p>{{ subscriber.name }}</p>" }, { ...bob, name: "<i>x</i>" });
+    expect(own.html).toContain("<p>&lt;i&gt;x&lt;/i&gt;</p>");
+  });
+
   it("applies the usual filters and renders every variable", () => {
     const m = render(
       {
@@ -103,6 +113,46 @@ describe("rendering", () => {
     // Derived from an html that places it: the link is in the text, once.
     const derived = render({ html: '<p>Body <a href="{{ unsubscribe_url }}">leave</a></p>' });
     expect(derived.text).toBe(`Body leave <${URL}>`);
+  });
+
+  it("decides the footer per message: a link in a branch not taken, or assigned and never shown, still gets it", () => {
+    const footer = /Unsubscribe<\/a>.*1 Main Street/;
+    const branch = '<p>Hi</p>{% if subscriber.location == "Paris" %}<a href="{{ unsubscribe_url }}">leave</a>{% endif %}';
+    const paris = render({ html: branch });
+    expect(paris.html).not.toMatch(footer);
+    expect(paris.text).toBe(`Hi\n\nleave <${URL}>`);
+    const elsewhere = render({ html: branch }, { ...bob, location: "Rome" });
+    expect(elsewhere.html).toMatch(footer);
+    expect(elsewhere.text).toContain(`\n--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
+    for (const html of ["<p>x</p>{% if false %}{{ unsubscribe_url }}{% endif %}", "{% assign u = unsubscribe_url %}<p>x</p>"]) {
+      expect(render({ html }).html).toMatch(footer);
+    }
+    const text = render({ text: "Body{% if subscriber.location == 'Rome' %} {{ unsubscribe_url }}{% endif %}" }).text;
+    expect(text).toContain(`--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
+  });
+
+  it("places the preheader and footer in the real body: not in comments, not in branches, after the head without a body", () => {
+    const pre = /<div style="display:none;[^"]*">Peek<\/div>/;
+    const commented = render({ preheader: "Peek", html: "<!-- <body> --><html><body><p>x</p></body></html><!-- </body> -->" }).html ?? "";
+    expect(commented).toMatch(/^<!-- <body> --><html><body><div style="display:none;[^"]*">Peek<\/div><p>x<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/body><\/html><!-- <\/body> -->$/);
+    const headOnly = render({ preheader: "Peek", html: "<!DOCTYPE html><html><head><title>t</title></head><p>hi</p></html>" }).html ?? "";
+    expect(headOnly).toMatch(/^<!DOCTYPE html><html><head><title>t<\/title><\/head><div style="display:none;[^"]*">Peek<\/div><p>hi<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/);
+    const doctypeOnly = render({ preheader: "Peek", html: "<!doctype html><p>hi</p>" }).html ?? "";
+    expect(doctypeOnly).toMatch(/^<!doctype html><div style="display:none;[^"]*">Peek<\/div><p>hi<\/p>/);
+    // A body closed inside a branch: the footer goes to the top level, shown whichever way it goes.
+    const branched = render({ preheader: "Peek", html: "<html><body><p>x</p>{% if subscriber.name %}</body>{% else %}</body>{% endif %}</html>" }).html ?? "";
+    expect(branched).toMatch(pre);
+    expect(branched).toMatch(/<\/body><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/);
+  });
+
+  it("renders tags that keep state alike in the html and the text derived from it; markup a tag makes stays out of the text", () => {
+    const m = render({ html: "<p>{% increment n %} {% cycle 'one', 'two' %} {% cycle 'one', 'two' %}</p>" });
+    expect(m.html).toContain("<p>0 one two</p>");
+    expect(m.text).toMatch(/^0 one two\n/);
+    const table = render({ html: "<table>{% tablerow i in (1..2) %}{{ i }}{% endtablerow %}</table>" });
+    expect(table.html).toContain('<td class="col1">1</td>');
+    expect(table.text).not.toMatch(/<t[rd]/);
+    expect(table.text).toMatch(/^1\n/);
   });
 
   it("carries the one-click unsubscribe headers", () => {

@@ -1,4 +1,4 @@
-import { CaptureTag, Context, type Emitter, IncludeTag, Liquid, Tag, type TagToken, type Template, type TopLevelToken, toValue, toValueSync } from "liquidjs";
+import { CaptureTag, Context, type Emitter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, type TopLevelToken, toValue, toValueSync } from "liquidjs";
 import type { BlockName, ServiceBlocks } from "./layout";
 
 // Two Liquid engines, configured once per isolate: `html` escapes every output (a subscriber named
@@ -37,6 +37,22 @@ class BoundedEmitter {
   }
 }
 
+/**
+ * The html each capture of a message's html made (its outputs escaped already), by render context:
+ * printing one again prints it as it is, not escaped twice. A filter applied to it makes it text
+ * again (escaped once more). Kept by value: a string equal to one is the same safe html.
+ */
+const capturedHtml = new WeakMap<Context, Set<string>>();
+
+type FilterThis = { context: Context };
+const liquidEscape = filters.escape as (this: FilterThis, text: string) => string;
+
+/** The html engine's escaping of every output: liquidjs's own `escape`, but for captured html. */
+function escapeOutput(this: FilterThis, value: unknown): string {
+  const text = stringify(value);
+  return capturedHtml.get(this.context)?.has(text) ? text : liquidEscape.call(this, text);
+}
+
 /** What a capture holds counts against the render's memory, so doubling it in a loop stops early. */
 class BoundedCaptureTag extends CaptureTag {
   override *render(ctx: Context): Generator<unknown, void, unknown> {
@@ -44,6 +60,11 @@ class BoundedCaptureTag extends CaptureTag {
     yield this.liquid.renderer.renderTemplates(this.templates, ctx, emitter);
     ctx.memoryLimit.use(emitter.buffer.length);
     ctx.bottom()[this.variable] = emitter.buffer;
+    if (this.liquid.options.outputEscape === escapeOutput) {
+      let captured = capturedHtml.get(ctx);
+      if (!captured) capturedHtml.set(ctx, (captured = new Set()));
+      captured.add(emitter.buffer);
+    }
   }
 }
 
@@ -59,8 +80,18 @@ const refusing = (name: string, why: string) =>
 /** The filters the html engine replaces: an output they appear in evaluates differently there. */
 export const HTML_OWN_FILTERS: ReadonlySet<string> = new Set(["escape", "escape_once"]);
 
-/** The service's blocks of the message being rendered: the scope's `_blocks`, set by renderMessage. */
-export const blockOf = (ctx: Context, name: BlockName): string => (ctx.environments as { _blocks?: ServiceBlocks })._blocks?.[name] ?? "";
+/** Where each block was written in the output of the part being rendered (a character offset). */
+export type BlockOffsets = Partial<Record<BlockName, number>>;
+
+/**
+ * A block of the message being rendered (the scope's `_blocks`, set by renderMessage), written at
+ * `offset` of its part's output, which is recorded (`_blockAt`) so the block can be taken out again.
+ */
+export const writeBlock = (ctx: Context, name: BlockName, offset: number | undefined): string => {
+  const scope = ctx.environments as { _blocks?: ServiceBlocks; _blockAt?: BlockOffsets };
+  if (scope._blockAt && offset !== undefined) scope._blockAt[name] = offset;
+  return scope._blocks?.[name] ?? "";
+};
 
 /** `{% service_block name %}`: where a block the service adds goes, written out as it is. */
 export class ServiceBlockTag extends Tag {
@@ -70,13 +101,14 @@ export class ServiceBlockTag extends Tag {
     this.block = token.args.trim() as BlockName;
   }
   *render(ctx: Context, emitter: Emitter) {
-    emitter.write(blockOf(ctx, this.block));
+    // Markers are placed at the top level only, where the emitter is the part's own.
+    emitter.write(writeBlock(ctx, this.block, emitter instanceof BoundedEmitter ? emitter.buffer.length : undefined));
   }
 }
 
-const configure = (escapeOutput: boolean) => {
+const configure = (escapeOutputs: boolean) => {
   const liquid = new Liquid({
-    outputEscape: escapeOutput ? "escape" : undefined,
+    outputEscape: escapeOutputs ? escapeOutput : undefined,
     strictFilters: true,
     strictVariables: false,
     ownPropertyOnly: true,
@@ -88,7 +120,7 @@ const configure = (escapeOutput: boolean) => {
   for (const name of ["include", "render"]) liquid.registerTag(name, refusing(name, "a campaign template cannot include other templates"));
   for (const name of ["layout", "block"]) liquid.registerTag(name, refusing(name, "a campaign template cannot use layouts"));
   liquid.registerTag("capture", BoundedCaptureTag);
-  if (escapeOutput) {
+  if (escapeOutputs) {
     // Outputs are escaped once already: `escape` must not escape them twice, and nothing un-escapes.
     delete liquid.filters.raw;
     for (const name of HTML_OWN_FILTERS) liquid.registerFilter(name, (value: unknown) => stringify(value));

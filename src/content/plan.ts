@@ -1,5 +1,5 @@
 import { type Context, type FilterImplOptions, Output, type Template, TokenKind, TypeGuards, toValue, toValueSync, Value } from "liquidjs";
-import { blockOf, type Engine, HTML_OWN_FILTERS, OutputTooLarge, renderIn, ServiceBlockTag, stringify } from "./engine";
+import { type Engine, HTML_OWN_FILTERS, OutputTooLarge, renderContext, renderIn, ServiceBlockTag, stringify, writeBlock } from "./engine";
 import type { BlockName } from "./layout";
 
 // Most campaign templates are text and outputs only, no tags. Such a part is rendered from a flat
@@ -135,8 +135,11 @@ export class MessageRenderer {
   /** `part` rendered, failing past `maxChars`; errors are liquidjs's own, with their line. */
   render(part: Part, maxChars: number): string {
     if (part.steps === null) {
-      // A tag may assign a variable that shadows another: values kept before it may no longer hold.
-      const out = renderIn(this.ctx, part.templates, maxChars);
+      // Tags keep state (assign, increment, cycle): each part with tags starts from the message's
+      // scope alone, so an html and the text derived from it render alike. And a tag may assign a
+      // variable that shadows another: values kept before it may no longer hold.
+      // (`increment` counts in the scope itself: each such part gets a copy of it.)
+      const out = renderIn(renderContext({ ...this.ctx.environments }), part.templates, maxChars);
       this.forget();
       return out;
     }
@@ -155,7 +158,7 @@ export class MessageRenderer {
     let out = "";
     for (const step of steps) {
       if (step.kind === "text") out += step.text;
-      else if (step.kind === "block") out += blockOf(this.ctx, step.name);
+      else if (step.kind === "block") out += writeBlock(this.ctx, step.name, out.length);
       else {
         let value = this.values[step.slot];
         if (value === UNSET) {

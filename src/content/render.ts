@@ -1,7 +1,7 @@
-import type { Template } from "liquidjs";
-import { type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
+import { type Template, TokenKind } from "liquidjs";
+import { type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { deriveTextTemplate, htmlToText, tidyText } from "./html-text";
-import { blockMarker, type ServiceBlocks, serviceBlocks, wrapHtml } from "./layout";
+import { blockMarker, type ServiceBlocks, serviceBlocks, type TopLevelText, withoutRedundantFooter, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, type TemplateField } from "./validate";
 
@@ -28,17 +28,22 @@ export const SAMPLE_RECIPIENT: Recipient = {
 };
 
 type TextPart =
-  /** `tidy`: the template has tags, which may leave blank lines behind in derived text. */
-  | { kind: "template"; part: Part; tidy: boolean }
-  /** The html's Liquid did not survive conversion: its own rendered html is converted per message. */
-  | { kind: "from_rendered_html"; html: Part; footer: boolean }
+  /**
+   * `tidy`: the template has tags, which may leave blank lines behind in derived text. `linked`: it
+   * names `unsubscribe_url`, so whether a message needs the footer is seen in its output.
+   */
+  | { kind: "template"; part: Part; tidy: boolean; linked: boolean }
+  /** The html's Liquid did not survive conversion, or makes markup of its own: its rendered html is converted per message. */
+  | { kind: "from_rendered_html"; html: Part }
   /** No html, no text: the preheader, else the subject, and the footer. */
   | { kind: "fallback" };
 
 export type CompiledCampaign = {
   subject: Part;
   preheader: Part | null;
+  /** The html with the preheader and footer markers; `htmlLinked`: its template names `unsubscribe_url`. */
   html: Part | null;
+  htmlLinked: boolean;
   text: TextPart;
   newsletter: NewsletterContent;
   blocks: (preheader: string, unsubscribeUrl: string) => ServiceBlocks;
@@ -48,11 +53,14 @@ export type CompiledCampaign = {
 
 const footerText = plainLayoutEngine.parse(blockMarker("footer_text"));
 
+/** Tags whose output is markup of their own: text derived from a template using them would show it. */
+const MARKUP_TAGS = /\btablerow\b/;
+
 /**
  * Parses and checks every template of a campaign (throws TemplateError naming the field) and
- * prepares its parts: the html wrapped with the preheader and, unless it places `unsubscribe_url`
- * itself, the footer; the text part written, derived from the html template, or the fallback.
- * `steps: false` renders every part through liquidjs's renderer (the tests compare both ways).
+ * prepares its parts: the html wrapped with the preheader and the footer (which a message that shows
+ * `unsubscribe_url` itself goes without), the text part written, derived from the html template, or
+ * the fallback. `steps: false` renders every part through liquidjs's renderer (the tests compare both ways).
  */
 export const compileCampaign = (content: CampaignContent, newsletter: NewsletterContent, options = { steps: true }): CompiledCampaign => {
   const slots = options.steps ? new OutputSlots() : null;
@@ -61,35 +69,37 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   const preheader = content.preheader === null ? null : part(parseTemplate("preheader", content.preheader).templates, plainEngine);
   let html: Part | null = null;
   let ownHtml: Template[] = [];
-  let htmlFooter = false;
+  let htmlLinked = false;
   if (content.html !== null) {
     const parsed = parseTemplate("html", content.html);
     ownHtml = parsed.templates;
-    // A template that places the unsubscribe link itself gets no footer.
-    htmlFooter = !parsed.globals.has("unsubscribe_url");
-    html = part(parseWrapped(content.html, htmlFooter), htmlLayoutEngine);
+    htmlLinked = parsed.globals.has("unsubscribe_url");
+    html = part(parseWrapped(content.html, topLevelText(parsed.templates)), htmlLayoutEngine);
   }
   let text: TextPart;
   if (content.text !== null) {
     const own = parseTemplate("text", content.text);
-    text = { kind: "template", part: part(own.globals.has("unsubscribe_url") ? own.templates : [...own.templates, ...footerText], plainLayoutEngine), tidy: false };
+    text = { kind: "template", part: part([...own.templates, ...footerText], plainLayoutEngine), tidy: false, linked: own.globals.has("unsubscribe_url") };
   } else if (content.html !== null) {
-    const derived = deriveTextTemplate(content.html);
+    const derived = MARKUP_TAGS.test(content.html) ? null : deriveTextTemplate(content.html);
     const templates = derived === null ? null : tryParse(derived);
-    const footer = htmlFooter ? footerText : [];
     text = templates
-      ? { kind: "template", part: part([...templates, ...footer], plainLayoutEngine), tidy: derived?.includes("{%") === true }
-      : { kind: "from_rendered_html", html: part(ownHtml, htmlEngine), footer: htmlFooter };
+      ? { kind: "template", part: part([...templates, ...footerText], plainLayoutEngine), tidy: derived?.includes("{%") === true, linked: htmlLinked }
+      : { kind: "from_rendered_html", html: part(ownHtml, htmlEngine) };
   } else {
     text = { kind: "fallback" };
   }
-  return { subject, preheader, html, text, newsletter, blocks: serviceBlocks(newsletter), outputs: slots?.size ?? 0 };
+  return { subject, preheader, html, htmlLinked, text, newsletter, blocks: serviceBlocks(newsletter), outputs: slots?.size ?? 0 };
 };
 
+/** The source ranges of a parsed template's top-level text: where the service's markers may go. */
+const topLevelText = (templates: Template[]): TopLevelText =>
+  templates.filter((t) => t.token.kind === TokenKind.HTML).map((t) => ({ begin: t.token.begin, end: t.token.end }));
+
 /** The html with what the service adds; the template parsed on its own, so a failure here is ours to name. */
-const parseWrapped = (source: string, footer: boolean): Template[] => {
+const parseWrapped = (source: string, text: TopLevelText): Template[] => {
   try {
-    return htmlLayoutEngine.parse(wrapHtml(source, footer));
+    return htmlLayoutEngine.parse(wrapHtml(source, text));
   } catch (err) {
     throw renderProblem("html", err);
   }
@@ -130,9 +140,16 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   renderer.forget();
   const preheader = campaign.preheader ? part("preheader", () => oneLine(renderer.render(campaign.preheader as Part, MAX_RENDERED.preheader))) : "";
   const blocks = campaign.blocks(preheader, unsubscribeUrl);
+  const at: BlockOffsets = {};
   scope._blocks = blocks;
-  const html = campaign.html ? part("html", () => renderer.render(campaign.html as Part, MAX_RENDERED.html)) : null;
-  const text = part("text", () => renderText(campaign.text, renderer, blocks, preheader || subject));
+  scope._blockAt = at;
+  const html = campaign.html
+    ? part("html", () => {
+        const out = renderer.render(campaign.html as Part, MAX_RENDERED.html);
+        return campaign.htmlLinked ? withoutRedundantFooter(out, blocks.footer_html, at.footer_html, unsubscribeUrl) : out;
+      })
+    : null;
+  const text = part("text", () => renderText(campaign.text, renderer, blocks, at, unsubscribeUrl, preheader || subject));
   return {
     subject,
     html,
@@ -141,14 +158,18 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   };
 };
 
-const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBlocks, fallback: string): string => {
+/** The text part; its footer is left out when the message shows the unsubscribe link itself. */
+const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBlocks, at: BlockOffsets, url: string, fallback: string): string => {
   switch (text.kind) {
     case "template": {
-      const out = renderer.render(text.part, MAX_RENDERED.text);
+      let out = renderer.render(text.part, MAX_RENDERED.text);
+      if (text.linked) out = withoutRedundantFooter(out, blocks.footer_text, at.footer_text, url);
       return text.tidy ? tidyText(out) : out;
     }
-    case "from_rendered_html":
-      return tidyText(htmlToText(renderer.render(text.html, MAX_RENDERED.html)) + (text.footer ? blocks.footer_text : ""));
+    case "from_rendered_html": {
+      const converted = htmlToText(renderer.render(text.html, MAX_RENDERED.html));
+      return tidyText(converted.includes(url) ? converted : converted + blocks.footer_text);
+    }
     case "fallback":
       return `${fallback}${blocks.footer_text}`;
   }
