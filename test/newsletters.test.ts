@@ -62,6 +62,18 @@ describe("newsletters", () => {
     expectError(await t.call("GET", `${url}/nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 404, "not_found");
   });
 
+  it("keeps from_name on one line: a line break would end up in the From header", async () => {
+    const t = await tenant();
+    for (const from_name of ["Acme\r\nBcc: victim@example.org", "Acme\nNews", "Acme\rNews"]) {
+      const res = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "a@example.com", from_name } });
+      expectError(res, 400, "validation_failed", "from_name");
+      expect(res.body.error.message).toBe("from_name must be a single line");
+    }
+    const n = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "a@example.com", from_name: " Acme\n" } });
+    expect(n.body.data.from_name).toBe("Acme");
+    expectError(await t.call("PATCH", `${t.ws}/newsletters/${n.body.data.id}`, { body: { from_name: "A\r\nB" } }), 400, "validation_failed", "from_name");
+  });
+
   it("stores a blank from_name or reply_to as null and types both as nullable", async () => {
     const t = await tenant();
     const res = await t.call("POST", `${t.ws}/newsletters`, {

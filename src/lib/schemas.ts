@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { article } from "../errors/zod-messages";
 import { EMAIL_MAX_LENGTH, emailAddressProblem } from "./email";
 import { idPrefixes, type IdKind } from "./ids";
-import { emailPattern, optionalEmailPattern, optionalTextPattern, rawTextPattern, requiredTextPattern } from "./text-patterns";
+import { emailPattern, optionalEmailPattern, optionalLinePattern, optionalTextPattern, rawTextPattern, requiredTextPattern } from "./text-patterns";
 
 /** A path id: validated against its prefix, so `sub_…` in a workspace slot is a 400, not a 404. */
 export const idParam = (kind: IdKind, name: string) =>
@@ -72,6 +72,17 @@ export const optionalText = (max: number) =>
     .trim()
     .check(atMostCharacters(max))
     .openapi({ pattern: optionalTextPattern(max) })
+    .transform(blankToNull)
+    .nullable()
+    .optional();
+
+/** Optional text that ends up in a mail header (a display name): as optionalText, on one line. */
+export const optionalLine = (max: number) =>
+  bodyString()
+    .trim()
+    .check(atMostCharacters(max))
+    .refine((value) => !/[\r\n]/.test(value), { error: "must be a single line" })
+    .openapi({ pattern: optionalLinePattern(max) })
     .transform(blankToNull)
     .nullable()
     .optional();

@@ -26,6 +26,12 @@ export const requiredTextPattern = (max: number) => `^${WS}*${trimmedCore(max)}$
 /** Optional text: blank (none), or at most `max` characters after trimming. */
 export const optionalTextPattern = (max: number) => `^${WS}*(?:${trimmedCore(max)}${WS}*)?$`;
 
+/** A character of one-line text: no line break. */
+const LINE_CHAR = `(?:${PAIR}|[^${CONTROL}\\n\\r\\uD800-\\uDFFF])`;
+
+/** Optional one-line text: blank (none), or at most `max` characters after trimming, with no line break inside. */
+export const optionalLinePattern = (max: number) => `^${WS}*(?:${VISIBLE}(?:${LINE_CHAR}{0,${max - 2}}${VISIBLE})?${WS}*)?$`;
+
 /** Untrimmed text of any length (its limit stated elsewhere, e.g. in bytes). */
 export const anyTextPattern = `^${CHAR}*$`;
 

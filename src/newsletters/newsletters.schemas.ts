@@ -7,6 +7,7 @@ import {
   isoDateTime,
   limitQuery,
   optionalEmailAddress,
+  optionalLine,
   optionalText,
   requiredText,
   WorkspaceParams,
@@ -41,7 +42,7 @@ export const CreateNewsletterBody = z
   .strictObject({
     name: requiredText(200),
     from_email: emailAddress("The sender address every campaign of this newsletter is sent from."),
-    from_name: optionalText(200).openapi({ description: "The sender's display name, at most 200 characters, trimmed; `null` or blank: none." }),
+    from_name: optionalLine(200).openapi({ description: "The sender's display name: one line of at most 200 characters, trimmed; `null` or blank: none." }),
     reply_to: optionalEmailAddress("Where replies go."),
     address: addressField,
   })
@@ -51,7 +52,7 @@ export const UpdateNewsletterBody = z
   .strictObject({
     name: requiredText(200).optional(),
     from_email: emailAddress("The sender address every campaign of this newsletter is sent from.").optional(),
-    from_name: optionalText(200).openapi({ description: "The sender's display name; `null` or blank: none." }),
+    from_name: optionalLine(200).openapi({ description: "The sender's display name: one line; `null` or blank: none." }),
     reply_to: optionalEmailAddress("Where replies go."),
     address: addressField,
   })
