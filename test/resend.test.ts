@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS, resendIntegration } from "../src/sending/integrations/resend";
-import { intervalMs, LEAD_MS, pauseUntil, reserveSlot } from "../src/sending/pacer";
+import { intervalMs, LEAD_MS, pauseUntil, reserveSlot, slotStands } from "../src/sending/pacer";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
@@ -33,8 +33,8 @@ describe("the pacer's slot arithmetic", () => {
   });
 
   it("a 429 pushes every later slot past its Retry-After, never earlier", () => {
-    expect(pauseUntil({ next: 0 }, 10_000, 7_000)).toEqual({ next: 17_000 });
-    expect(pauseUntil({ next: 20_000 }, 10_000, 7_000)).toEqual({ next: 20_000 });
+    expect(pauseUntil({ next: 0 }, 10_000, 7_000)).toEqual({ next: 17_000, pausedUntil: 17_000 });
+    expect(pauseUntil({ next: 20_000 }, 10_000, 7_000)).toEqual({ next: 20_000, pausedUntil: 17_000 });
     expect(reserveSlot(pauseUntil({ next: 0 }, 10_000, 7_000), 10_000, 2, 30_000).reservation.waitMs).toBe(7_000);
   });
 });
@@ -60,6 +60,10 @@ describe("a 429 holds back every sender", () => {
       pause: async (ms: number) => {
         calls.push(`pause ${ms}`);
       },
+      confirm: async () => {
+        calls.push("confirm");
+        return true;
+      },
     };
     const resend = mockResend();
     resend.inject({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 3 });
@@ -68,7 +72,36 @@ describe("a 429 holds back every sender", () => {
     const outcomes = await integration.sendBatch([email], "key-1");
     expect(outcomes).toEqual([{ kind: "sent", providerMessageId: expect.stringMatching(/^re_/) }]);
     // The pause is the pacer's, before the next reservation; the retry waits for the slot it is given.
-    expect(calls).toEqual(["reserve", "pause 3000", "reserve"]);
+    expect(calls).toEqual(["reserve", "confirm", "pause 3000", "reserve", "confirm"]);
+  });
+
+  it("a slot handed out before a 429 and inside its Retry-After is given up for one after it", () => {
+    const before = reserveSlot({ next: 0 }, 10_000, 2, 30_000);
+    const held = reserveSlot(before.state, 10_000, 2, 30_000).reservation; // another sender's, at 10,560
+    const paused = pauseUntil(before.state, 10_100, 3_000);
+    expect(slotStands(paused, held.at)).toBe(false);
+    expect(slotStands(paused, 13_100)).toBe(true);
+    expect(slotStands(before.state, held.at)).toBe(true);
+    const after = reserveSlot(paused, 10_600, 2, 30_000);
+    expect(after.reservation.at).toBe(13_100);
+    // Reserving after the pause does not forget it.
+    expect(slotStands(after.state, held.at)).toBe(false);
+  });
+
+  it("a sender already holding a slot waits out another sender's 429 too (through the Durable Object)", async () => {
+    const resend = mockResend();
+    resend.inject({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 2 });
+    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER });
+    const email = (n: number) => ({ deliveryId: `dlv_${n}`, to: `r${n}@example.com`, from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} });
+    // The pacer is up (its first answer can take longer than a slot's lead in a test run).
+    await env.RESEND_PACER.get(env.RESEND_PACER.idFromName("resend")).confirm(0);
+    // Both reserve their slots at once, about 510 ms apart; the first meets the 429.
+    const [a, b] = await Promise.all([integration.sendBatch([email(1)], "pause-a"), integration.sendBatch([email(2)], "pause-b")]);
+    expect([a, b].flat().map((o) => o.kind)).toEqual(["sent", "sent"]);
+    const [first, ...rest] = resend.calls;
+    expect(first?.status).toBe(429);
+    expect(rest.length).toBeGreaterThanOrEqual(2);
+    for (const call of rest) expect(call.at - (first?.at ?? 0)).toBeGreaterThanOrEqual(1_990);
   });
 });
 

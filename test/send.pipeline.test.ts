@@ -287,7 +287,7 @@ describe("crashes and redelivery", () => {
   it("a chunk with no provider slot soon enough waits as a fresh message: no request, no attempt spent, no retry of the message", async () => {
     // Every slot is taken for the next minute (other sends of the account).
     const busy = { at: Date.now() + 60_000, waitMs: 60_000, granted: false };
-    const pacer = { reserve: async () => busy, pause: async () => undefined };
+    const pacer = { reserve: async () => busy, pause: async () => undefined, confirm: async () => true };
     const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
     await seedSubscribers(h.t.workspace.id, 3);
     const resend = mockResend();

@@ -4,11 +4,15 @@ import { DurableObject } from "cloudflare:workers";
 // consumer invocations at once, in many isolates. One Durable Object instance (by name) is the single
 // place that knows when the next request may leave: each caller reserves a slot before its request
 // and waits until then. Slots are spaced just over 1000 / rps ms apart, so no second holds more than `rps`
-// request starts; a 429 pauses every caller until its Retry-After has passed.
+// request starts; a 429 pauses every caller until its Retry-After has passed, those holding a slot
+// inside the pause included: a caller confirms its slot just before it comes, and reserves again if
+// a pause has covered it since.
 
 export type PacerState = {
   /** Earliest time (epoch ms) the next slot may start. */
   next: number;
+  /** No request may start before this (epoch ms): the end of the latest 429's Retry-After. */
+  pausedUntil?: number;
 };
 
 export type Reservation = {
@@ -47,13 +51,17 @@ export const reserveSlot = (
   const slot = Math.max(now + LEAD_MS, state.next);
   const waitMs = slot - now;
   if (waitMs > maxWaitMs) return { state, reservation: { at: slot, waitMs, granted: false } };
-  return { state: { next: slot + intervalMs(rps) }, reservation: { at: slot, waitMs, granted: true } };
+  return { state: { ...state, next: slot + intervalMs(rps) }, reservation: { at: slot, waitMs, granted: true } };
 };
 
-/** After a 429: no slot starts before `retryAfterMs` from now. */
+/** After a 429: no slot starts before `retryAfterMs` from now, not even one handed out already. */
 export const pauseUntil = (state: PacerState, now: number, retryAfterMs: number): PacerState => ({
   next: Math.max(state.next, now + retryAfterMs),
+  pausedUntil: Math.max(state.pausedUntil ?? 0, now + retryAfterMs),
 });
+
+/** Whether a slot handed out earlier may still be used: no pause has covered it since. */
+export const slotStands = (state: PacerState, at: number): boolean => at >= (state.pausedUntil ?? 0);
 
 /** The rate from RESEND_MAX_RPS: a positive number, else the contract's default of 2. */
 export const maxRps = (env: Pick<Env, "RESEND_MAX_RPS">): number => {
@@ -86,6 +94,10 @@ export class ResendPacer extends DurableObject<Env> {
     this.save(pauseUntil(this.state, Date.now(), retryAfterMs));
   }
 
+  confirm(at: number): boolean {
+    return slotStands(this.state, at);
+  }
+
   private save(state: PacerState) {
     if (state === this.state) return;
     this.state = state;
@@ -98,6 +110,8 @@ export class ResendPacer extends DurableObject<Env> {
 export type Pacer = {
   reserve(rps: number, maxWaitMs: number): Promise<Reservation>;
   pause(retryAfterMs: number): Promise<void>;
+  /** Just before the slot at `at`: false when a 429's pause has covered it since it was reserved. */
+  confirm(at: number): Promise<boolean>;
 };
 
 /** The pacer's stub, made on first use: resolving the integration (for /health, say) touches no binding. */
@@ -107,5 +121,6 @@ export const pacerFor = (env: Pick<Env, "RESEND_PACER">): Pacer => {
   return {
     reserve: (rps, maxWaitMs) => pacer().reserve(rps, maxWaitMs),
     pause: (retryAfterMs) => pacer().pause(retryAfterMs),
+    confirm: (at) => pacer().confirm(at),
   };
 };

@@ -1,4 +1,4 @@
-import { maxRps, type Pacer, pacerFor } from "../pacer";
+import { LEAD_MS, maxRps, type Pacer, pacerFor } from "../pacer";
 import type { DeliveryError, Integration, OutboundEmail, SendOutcome } from "./types";
 
 // Resend's batch endpoint: up to 100 emails a request, every request through the account-wide pacer
@@ -83,14 +83,25 @@ const payload = (email: OutboundEmail) => ({
 
 type Config = { apiKey: string; baseUrl: string; rps: number; pacer: Pacer };
 
-/** Waits for the next request slot; deferred when the slot is further away than MAX_SLOT_WAIT_MS. */
+/**
+ * Waits for the next request slot; deferred when the slot is further away than MAX_SLOT_WAIT_MS.
+ * Just before the slot (LEAD_MS, the pacer's own margin for its answer's trip) it is confirmed: a
+ * 429 met by another sender meanwhile may have paused the account past it, and then a later slot is
+ * reserved instead.
+ */
 const awaitSlot = async (config: Config): Promise<Deferred | undefined> => {
-  const slot = await config.pacer.reserve(config.rps, MAX_SLOT_WAIT_MS);
-  if (!slot.granted) {
-    return { kind: "deferred", error: { code: "resend_paced", message: "Waiting for a free Resend request slot" }, retryAfterMs: slot.waitMs };
+  for (;;) {
+    const slot = await config.pacer.reserve(config.rps, MAX_SLOT_WAIT_MS);
+    if (!slot.granted) {
+      return { kind: "deferred", error: { code: "resend_paced", message: "Waiting for a free Resend request slot" }, retryAfterMs: slot.waitMs };
+    }
+    const untilConfirm = slot.at - LEAD_MS - Date.now();
+    if (untilConfirm > 0) await sleep(untilConfirm);
+    if (!(await config.pacer.confirm(slot.at))) continue;
+    const wait = slot.at - Date.now();
+    if (wait > 0) await sleep(wait);
+    return;
   }
-  const wait = slot.at - Date.now();
-  if (wait > 0) await sleep(wait);
 };
 
 const abandoned: Retryable = { kind: "retry", error: { code: "resend_abandoned", message: "Another request for this batch answered first" } };
