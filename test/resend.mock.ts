@@ -3,7 +3,16 @@ import { vi } from "vitest";
 // A stand-in for Resend's API inside workerd: the batch endpoint behind `fetch`, with its rate limit
 // (429 + Retry-After), idempotency keys, injectable faults and a record of every message received.
 
-export type ResendMessage = { from: string; to: string[]; subject: string; html?: string; text: string; headers: Record<string, string>; reply_to?: string };
+export type ResendMessage = {
+  from: string;
+  to: string[];
+  subject: string;
+  html?: string;
+  text: string;
+  headers: Record<string, string>;
+  reply_to?: string;
+  tags?: { name: string; value: string }[];
+};
 
 /** What the next calls answer, in order (then `ok`). `reject` names indexes rejected by permissive validation. */
 export type Fault =
@@ -32,7 +41,8 @@ export const mockResend = (options: { rps?: number } = {}) => {
   /** Every message Resend accepted (sent), once per message however often its batch was asked for. */
   const received: (ResendMessage & { id: string })[] = [];
   const faults: Fault[] = [];
-  const answered = new Map<string, { status: number; body: unknown }>();
+  /** Each key's answer, with the request body it answered (Resend refuses the key with any other). */
+  const answered = new Map<string, { status: number; body: unknown; payload: string }>();
   const inProgress = new Set<string>();
   let nextId = 0;
 
@@ -78,8 +88,13 @@ export const mockResend = (options: { rps?: number } = {}) => {
       const extra: Record<string, string> = fault.retryAfter === undefined ? {} : { "retry-after": String(fault.retryAfter) };
       return answer(fault.status, { name: fault.name, message: fault.message ?? fault.name }, extra);
     }
-    // Resend keeps the answer for a key: the same batch asked again is not sent again.
+    // Resend keeps the answer for a key: the same batch asked again is not sent again; other
+    // content under the key is refused.
     const previous = call.key === null ? undefined : answered.get(call.key);
+    if (previous && previous.payload !== String(init?.body)) {
+      call.status = 409;
+      return answer(409, { name: "invalid_idempotent_request", message: "Same idempotency key used with a different request payload" });
+    }
     let result = previous;
     if (!result) {
       const rejected = new Set(fault.kind === "reject" ? fault.indexes : []);
@@ -90,7 +105,7 @@ export const mockResend = (options: { rps?: number } = {}) => {
         received.push({ ...m, id });
         data.push({ id });
       });
-      result = { status: 200, body: { data, errors: [...rejected].map((index) => ({ index, message: "Invalid `to` field" })) } };
+      result = { status: 200, body: { data, errors: [...rejected].map((index) => ({ index, message: "Invalid `to` field" })) }, payload: String(init?.body) };
       if (call.key !== null) answered.set(call.key, result);
     }
     if (fault.kind === "timeout") {

@@ -179,6 +179,26 @@ describe("POST /webhooks/resend: what later events may change", () => {
     expect(await s.delivery(complained.id)).toMatchObject({ status: "complained", bounce_type: null });
   });
 
+  it("finds a delivery whose message id was never learnt by its delivery_id tag, and learns the id", async () => {
+    const s = await sentCampaign(2);
+    const [a, b] = s.deliveries as [Delivery, Delivery];
+    // As a batch accepted in a request whose answer was lost leaves them: sent, no message id.
+    await env.DB.prepare("UPDATE deliveries SET provider_message_id = NULL WHERE id IN (?, ?)").bind(a.id, b.id).run();
+    const bounced = await post(s.h.env, {
+      body: event("email.bounced", "re_learnt_a", { bounce: { type: "Permanent" }, tags: [{ name: "delivery_id", value: a.id }] }),
+    });
+    expect(bounced.body.data.result).toBe("applied");
+    expect(await s.delivery(a.id)).toMatchObject({ status: "bounced", provider_message_id: "re_learnt_a" });
+    expect(await s.subscriberStatus(a.subscriber_id)).toBe("bounced");
+    // Later events name the message id alone; the older object form of tags is read too.
+    await post(s.h.env, { body: event("email.delivered", "re_learnt_b", { tags: { delivery_id: b.id } }) });
+    await post(s.h.env, { body: event("email.opened", "re_learnt_b") });
+    expect(await s.delivery(b.id)).toMatchObject({ status: "delivered", provider_message_id: "re_learnt_b", opened_at: expect.any(String) });
+    // A tag never moves an id a delivery already has, nor claims an id another delivery has.
+    await post(s.h.env, { body: event("email.complained", "re_other", { tags: [{ name: "delivery_id", value: b.id }] }) });
+    expect(await s.delivery(b.id)).toMatchObject({ status: "delivered", provider_message_id: "re_learnt_b" });
+  });
+
   it("a complaint from an address that left through its unsubscribe link keeps it from coming back through that link", async () => {
     const s = await sentCampaign(1);
     const d = s.deliveries[0] as Delivery;

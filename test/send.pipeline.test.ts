@@ -88,7 +88,9 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
       expect(preview.status, preview.text).toBe(200);
       const p = preview.body.data;
       const got = received.find((r) => r.to[0] === p.to);
-      expect(got).toEqual({ from: p.from, reply_to: p.reply_to, to: [p.to], subject: p.subject, html: p.html, text: p.text, headers: p.headers });
+      const { tags, ...message } = got ?? { tags: undefined };
+      expect(message).toEqual({ from: p.from, reply_to: p.reply_to, to: [p.to], subject: p.subject, html: p.html, text: p.text, headers: p.headers });
+      expect(tags).toEqual([{ name: "delivery_id", value: expect.stringMatching(/^dlv_/) }]);
       expect(p.reply_to).toBe("editor@example.com");
     }
     const ann = received.find((r) => r.subject === "<i>Ann</i>, your notes");
@@ -240,6 +242,30 @@ describe("crashes and redelivery", () => {
     expect(resend.calls[1]?.key).toBe(resend.calls[0]?.key);
     expect(resend.received).toHaveLength(5);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 5, failed: 0 } });
+  });
+
+  it("a batch accepted in a request whose answer was lost, retried after a recipient left: recorded sent (it was), nobody mailed twice", async () => {
+    // Every try of the first message times out after Resend accepted the batch (the first try).
+    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 5, faults: Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })) });
+    await h.step(); // start
+    await h.step(); // fan-out
+    const first = await h.step(); // the chunk: accepted, but no answer came back
+    expect(first.retryMessages).toHaveLength(1);
+    // Before the retry, a recipient leaves: the retry's batch differs, and Resend refuses the key with it.
+    const gone = ids[1];
+    await h.t.call("PATCH", `${h.t.ws}/subscribers/${gone}`, { body: { status: "unsubscribed" } });
+    await h.drain();
+
+    expect(resend.calls.at(-1)?.status).toBe(409);
+    expect(resend.received).toHaveLength(5);
+    expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    // The accepted batch had all five, the one who left since included.
+    expect(deliveries.every((d) => d.status === "sent" && d.provider_message_id === null)).toBe(true);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 5, failed: 0 } });
+    // Every message carried its delivery's tag, so the provider's feedback can still find each one.
+    const tags = new Map(resend.received.map((m) => [m.to[0], m.tags]));
+    for (const d of deliveries) expect(tags.get(d.email)).toEqual([{ name: "delivery_id", value: d.id }]);
   });
 
   it("an answer lost on the way back costs one more request, not a timeout: a second ask under the key answers, the first is abandoned", async () => {

@@ -161,6 +161,8 @@ export type QueuedDelivery = {
   attempts: number;
   /** Whether the subscriber is still active now, at delivery time. */
   active: boolean;
+  /** The code of the error its last attempt recorded, if any. */
+  lastError: string | null;
   fields: SubscriberFields;
 };
 
@@ -173,26 +175,27 @@ export const queuedDeliveriesInRange = async (
 ): Promise<QueuedDelivery[]> => {
   const { results } = await d1
     .prepare(
-      `SELECT d.id, d.subscriber_id, d.email, d.attempts, coalesce(s.status = 'active', 0) AS active,
+      `SELECT d.id, d.subscriber_id, d.email, d.attempts, coalesce(s.status = 'active', 0) AS active, json_extract(d.error, '$.code') AS last_error,
               s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
         WHERE d.campaign_id = ?1 AND d.subscriber_id > ?2 AND (?3 IS NULL OR d.subscriber_id <= ?3) AND d.status = 'queued'
         ORDER BY d.subscriber_id LIMIT ?4`,
     )
     .bind(campaignId, from ?? "", to, limit)
-    .all<{ id: string; subscriber_id: string; email: string; attempts: number; active: number } & SubscriberFieldsRow>();
+    .all<{ id: string; subscriber_id: string; email: string; attempts: number; active: number; last_error: string | null } & SubscriberFieldsRow>();
   return results.map((r) => ({
     id: r.id,
     subscriberId: r.subscriber_id,
     email: r.email,
     attempts: r.attempts,
     active: r.active === 1,
+    lastError: r.last_error,
     fields: subscriberFields(r),
   }));
 };
 
 export type DeliveryResults = {
-  sent: { id: string; providerMessageId: string }[];
+  sent: { id: string; providerMessageId: string | null }[];
   /** `attempted`: whether the integration was called (a recipient skipped at delivery time was not). */
   failed: { id: string; error: DeliveryError; attempted: boolean }[];
   /** Tried and still queued, for another attempt later. */

@@ -269,11 +269,16 @@ export const batchKey = async (operationId: string, deliveryIds: string[]): Prom
   return `${operationId}:${deliveryIds[0] ?? ""}..${deliveryIds.at(-1) ?? ""}:${digest}`;
 };
 
+/** Errors recorded for a row that was left out of its batch's request (never handed over). */
+const LEFT_OUT = new Set(["recipient_inactive", "render_failed"]);
+
 /**
  * Renders the chunk's messages and hands the sendable ones to the integration as one batch. A row
  * skipped here (subscriber no longer active, template error) is still part of the batch's key, and
  * is failed only together with an answer for the batch: while the batch is being retried it stays
- * queued, so the retry reads the same rows and asks under the same key.
+ * queued, so the retry reads the same rows and asks under the same key. A subscriber who left while
+ * the batch was being retried is left out of the retry; if the provider then says the batch was
+ * accepted earlier (with them in it), they were mailed by that request, and are recorded as sent.
  */
 const handOver = async (integration: Integration, composer: Composer, operationId: string, rows: QueuedDelivery[]): Promise<SendOutcome[]> => {
   const local: (SendOutcome | OutboundEmail)[] = await Promise.all(
@@ -291,11 +296,16 @@ const handOver = async (integration: Integration, composer: Composer, operationI
   const emails = local.filter((x): x is OutboundEmail => !("kind" in x));
   const sent = emails.length === 0 ? [] : await integration.sendBatch(emails, await batchKey(operationId, rows.map((r) => r.id)));
   const pending = sent.find((o) => o.kind === "retry" || o.kind === "deferred");
+  const acceptedEarlier = sent.some((o) => o.kind === "sent" && o.acceptedEarlier === true);
   let next = 0;
-  return local.map((x): SendOutcome => {
+  return local.map((x, i): SendOutcome => {
     if (!("kind" in x)) return sent[next++] ?? { kind: "retry", error: noOutcome };
     if (pending?.kind === "deferred") return pending;
+    const row = rows[i];
+    // Handed over in the request that was accepted (its last attempt met a provider error, not a skip).
+    if (acceptedEarlier && row && row.attempts > 0 && row.lastError !== null && !LEFT_OUT.has(row.lastError)) {
+      return { kind: "sent", providerMessageId: null, acceptedEarlier: true };
+    }
     return pending?.kind === "retry" && x.kind === "failed" ? { kind: "retry", error: x.error, retryAfterSeconds: pending.retryAfterSeconds } : x;
   });
 };
-

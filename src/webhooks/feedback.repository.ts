@@ -10,6 +10,8 @@ export type FeedbackEvent = {
   type: string;
   emailId: string | null;
   bounceType: string | null;
+  /** The delivery the message was tagged with (`data.tags`), when the event carries it. */
+  deliveryId: string | null;
   /** When the provider says it happened (epoch ms). */
   at: number;
 };
@@ -18,7 +20,8 @@ export type FeedbackEvent = {
 const RANK = `CASE status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'bounced' THEN 3 WHEN 'complained' THEN 4 ELSE 0 END`;
 const rankOf = { delivered: 2, bounced: 3, complained: 4 } as const;
 
-// ?1 svix id, ?2 provider message id, ?3 event time, ?4 now: the same bindings for every statement.
+// ?1 svix id, ?2 provider message id, ?3 event time, ?4 now, ?5 bounce type, ?6 tagged delivery id:
+// the same bindings for every statement (each binds those up to the highest it names).
 const UNSEEN = `NOT EXISTS (SELECT 1 FROM webhook_receipts WHERE svix_id = ?1)`;
 const OF_MESSAGE = `provider_message_id = ?2 AND ${UNSEEN}`;
 const SUBSCRIBER_OF_MESSAGE = `id IN (SELECT subscriber_id FROM deliveries WHERE provider_message_id = ?2) AND ${UNSEEN}`;
@@ -91,14 +94,23 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
 /** How many of the shared bindings (?1 … ?5) a statement uses: D1 refuses more values than it names. */
 const placeholders = (query: string) => Math.max(...[...query.matchAll(/\?(\d)/g)].map((m) => Number(m[1])));
 
+/**
+ * A delivery whose message id was never learnt (Resend accepted its batch in a request whose answer
+ * was lost) is found by the delivery id the message was tagged with, and learns its id first, so the
+ * effects that follow find it by message id as any other.
+ */
+const LEARN_MESSAGE_ID = `UPDATE deliveries SET provider_message_id = ?2, updated_at = ?4
+  WHERE id = ?6 AND provider_message_id IS NULL AND status <> 'queued' AND ${UNSEEN}
+    AND NOT EXISTS (SELECT 1 FROM deliveries WHERE provider_message_id = ?2)`;
+
 export const feedbackStatements = (d1: D1Database, event: FeedbackEvent, now: number): D1PreparedStatement[] => {
-  const statements =
-    event.emailId === null
-      ? []
-      : effectsOf(event).flatMap(({ sql: query, event: outgoing }) => [
-          d1.prepare(query).bind(...[event.svixId, event.emailId, event.at, now, event.bounceType].slice(0, placeholders(query))),
-          ...(outgoing ? [outboxStatement(d1, outgoing, now)] : []),
-        ]);
+  const effects = event.emailId === null ? [] : effectsOf(event);
+  const learn: Effect[] = effects.length > 0 && event.deliveryId !== null ? [{ sql: LEARN_MESSAGE_ID }] : [];
+  const bindings = [event.svixId, event.emailId, event.at, now, event.bounceType, event.deliveryId];
+  const statements = [...learn, ...effects].flatMap(({ sql: query, event: outgoing }) => [
+    d1.prepare(query).bind(...bindings.slice(0, placeholders(query))),
+    ...(outgoing ? [outboxStatement(d1, outgoing, now)] : []),
+  ]);
   const receipt = d1
     .prepare(`INSERT INTO webhook_receipts (svix_id, event_type, received_at) VALUES (?1, ?2, ?3) ON CONFLICT (svix_id) DO NOTHING RETURNING svix_id`)
     .bind(event.svixId, event.type, now);

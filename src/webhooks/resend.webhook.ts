@@ -4,6 +4,7 @@ import { ApiError } from "../errors/api-error";
 import type { AppEnv } from "../lib/types";
 import { readCapped } from "../middleware/request-context";
 import { requestOutbox } from "../events/outbox";
+import { DELIVERY_TAG } from "../sending/integrations/resend";
 import { applyFeedback, type FeedbackEvent } from "./feedback.repository";
 
 // POST /webhooks/resend: Resend's delivery feedback, signed as Svix signs (the Standard Webhooks
@@ -39,19 +40,36 @@ const verify = (secret: string, headers: Headers, body: string): unknown => {
 
 const stringOrNull = (v: unknown) => (typeof v === "string" && v.length > 0 ? v : null);
 
+/**
+ * The delivery id the service tagged the message with (DELIVERY_TAG): Resend lists an email's tags
+ * as `[{name, value}]` (older payloads: as an object of name → value).
+ */
+const deliveryTagOf = (tags: unknown): string | null => {
+  if (Array.isArray(tags)) {
+    const tag = tags.find((t): t is { name: string; value: unknown } => typeof t === "object" && t !== null && t.name === DELIVERY_TAG);
+    return tag && typeof tag.value === "string" && tag.value.startsWith("dlv_") ? tag.value : null;
+  }
+  if (tags !== null && typeof tags === "object") {
+    const value = (tags as Record<string, unknown>)[DELIVERY_TAG];
+    return typeof value === "string" && value.startsWith("dlv_") ? value : null;
+  }
+  return null;
+};
+
 /** The fields this service reads from an event; everything else in it is ignored. */
 const toEvent = (svixId: string, parsed: unknown, now: number): FeedbackEvent => {
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new ApiError("invalid_json", "The webhook body must be a JSON object");
   }
   const { type, created_at, data } = parsed as { type?: unknown; created_at?: unknown; data?: unknown };
-  const d = (data !== null && typeof data === "object" ? data : {}) as { email_id?: unknown; bounce?: { type?: unknown } | null };
+  const d = (data !== null && typeof data === "object" ? data : {}) as { email_id?: unknown; bounce?: { type?: unknown } | null; tags?: unknown };
   const at = typeof created_at === "string" ? Date.parse(created_at) : Number.NaN;
   return {
     svixId,
     type: typeof type === "string" ? type : "",
     emailId: stringOrNull(d.email_id),
     bounceType: stringOrNull(d.bounce?.type),
+    deliveryId: deliveryTagOf(d.tags),
     at: Number.isFinite(at) ? at : now,
   };
 };

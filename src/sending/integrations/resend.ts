@@ -71,6 +71,9 @@ const namedIndex = (message: unknown, count: number): number | undefined => {
   return found.length === 1 && only !== undefined && only < count ? only : undefined;
 };
 
+/** Resend's tag naming the delivery: its webhooks carry it, so feedback finds a delivery whose message id was never learnt. */
+export const DELIVERY_TAG = "delivery_id";
+
 const payload = (email: OutboundEmail) => ({
   from: email.from,
   to: [email.to],
@@ -79,6 +82,7 @@ const payload = (email: OutboundEmail) => ({
   text: email.text,
   headers: email.headers,
   ...(email.replyTo !== null && { reply_to: email.replyTo }),
+  tags: [{ name: DELIVERY_TAG, value: email.deliveryId }],
 });
 
 type Config = { apiKey: string; baseUrl: string; rps: number; pacer: Pacer };
@@ -156,13 +160,10 @@ const request = async (config: Config, emails: OutboundEmail[], body: string, ke
     return { kind: "retry", error, status: res.status, retryAfterMs: retryAfterMs(res) };
   }
   if (error.code === "resend_invalid_idempotent_request") {
-    // The key already stands for an accepted batch (whose answer this service never recorded) with
-    // other content: a recipient left the batch since. Sending again could mail the others twice.
-    const conflict: DeliveryError = {
-      code: "resend_idempotency_conflict",
-      message: "Resend already accepted this batch in an earlier attempt whose answer was lost; it is not sent again",
-    };
-    return { kind: "done", outcomes: emails.map(() => ({ kind: "failed", error: conflict })) };
+    // The key already stands for a batch Resend accepted (in a request whose answer was lost) with
+    // other content: a recipient left the chunk since, or a subscriber's data changed. That batch was
+    // sent: sending again could mail everyone twice. Its messages' ids are unknown here.
+    return { kind: "done", outcomes: emails.map(() => ({ kind: "sent", providerMessageId: null, acceptedEarlier: true })) };
   }
   const bad = namedIndex(answer?.message, emails.length);
   if (bad !== undefined && emails.length > 1) return { kind: "split", index: bad, error };

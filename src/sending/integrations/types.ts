@@ -15,7 +15,12 @@ export type OutboundEmail = {
 export type DeliveryError = { code: string; message: string };
 
 export type SendOutcome =
-  | { kind: "sent"; providerMessageId: string }
+  /**
+   * Accepted. `providerMessageId` null: the provider accepted the batch in an earlier request whose
+   * answer was lost (`acceptedEarlier`), so the message's id is not known here; the provider's
+   * feedback names the delivery by its tag (src/webhooks/feedback.repository.ts).
+   */
+  | { kind: "sent"; providerMessageId: string | null; acceptedEarlier?: boolean }
   /** Worth trying again later (rate limited, provider or network trouble). */
   | { kind: "retry"; error: DeliveryError; retryAfterSeconds?: number }
   /** Will never succeed as sent (rejected address, bad request). */
