@@ -1,3 +1,5 @@
+import fc from "fast-check";
+import { Token, TokenKind } from "liquidjs";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/errors/api-error";
 import {
@@ -177,6 +179,25 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(rejection({ text: "{{ subscriber[x] }}" }).message).toContain('unknown variable "subscriber[x]" on line 1');
     expect(rejection({ subject: "{{ campaign.subject }}" }).param).toBe("subject");
     expect(rejection({ preheader: "{{ subscriber }}" }).message).toContain('unknown variable "subscriber" on line 1');
+  });
+
+  it("names the line of a problem deep in a large template (positions found from the line starts, as liquidjs counts them)", () => {
+    const lines = Array.from({ length: 5000 }, (_, i) => `<p>{{ subscriber.name }} ${i}</p>`);
+    lines[4321] = "<p>{{ subscriber.nmae }}</p>";
+    expect(rejection({ html: lines.join("\r\n") }).message).toContain('unknown variable "subscriber.nmae" on line 4322');
+    // The same row and column liquidjs's own scan gives, for drawn texts and offsets.
+    const reference = (input: string, begin: number) => {
+      let [row, col] = [1, 1];
+      for (let i = 0; i < begin; i++) [row, col] = input[i] === "\n" ? [row + 1, 1] : [row, col + 1];
+      return [row, col];
+    };
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom("a", "\n", "\r", "{", " ") }), fc.nat(), (input, n) => {
+        const begin = input.length === 0 ? 0 : n % (input.length + 1);
+        const token = new (class extends Token {})(TokenKind.HTML, input, begin, input.length);
+        expect(token.getPosition()).toEqual(reference(input, begin));
+      }),
+    );
   });
 
   it("names an unclosed tag and an unclosed output", () => {
