@@ -200,6 +200,22 @@ describe("template errors (400 validation_failed naming the field, the line and 
     );
   });
 
+  it("lists every problem in details: each field's, and every unknown variable of one field, in line order", () => {
+    let error: ApiError | undefined;
+    try {
+      validateCampaignContent(content({ subject: "{{ a }}", html: "<p>{{ b }}</p>\n<p>{{ subscriber.nmae }}</p>", text: "{% if %}" }));
+    } catch (err) {
+      error = err as ApiError;
+    }
+    expect(error?.param).toBe("subject");
+    expect(error?.details?.map((d) => [d.param, d.message.replace(/; known: .*/, "")])).toEqual([
+      ["subject", 'unknown variable "a" on line 1'],
+      ["html", 'unknown variable "b" on line 1'],
+      ["html", 'unknown variable "subscriber.nmae" on line 2'],
+      ["text", expect.stringContaining("line 1")],
+    ]);
+  });
+
   it("names an unclosed tag and an unclosed output", () => {
     const e = rejection({ text: "a\n\n{% if subscriber.name %}hi" });
     expect(e).toEqual({ param: "text", message: "text: tag {% if subscriber.name %} not closed on line 3" });

@@ -1,6 +1,6 @@
 import { ApiError } from "../errors/api-error";
 import { type CampaignContent, compileCampaign, renderMessage, SAMPLE_RECIPIENT } from "./render";
-import { TemplateError } from "./validate";
+import { checkTemplate, type TemplateField, TemplateError } from "./validate";
 
 export { compileCampaign, renderMessage, SAMPLE_RECIPIENT, MAX_RENDERED } from "./render";
 export type { CampaignContent, CompiledCampaign, NewsletterContent, Recipient, RenderedMessage } from "./render";
@@ -15,14 +15,26 @@ const SAMPLE_UNSUBSCRIBE_URL = "https://example.com/u/sample";
 /**
  * Checks a campaign's templates as they would be saved: every one parses, names only known variables,
  * and renders for the sample subscriber within the ceilings. Bad input is a 400 validation_failed
- * naming the field, so no template can first fail at send time.
+ * naming the field and listing every problem found, so no template can first fail at send time.
  */
 export const validateCampaignContent = (content: CampaignContent): void => {
-  try {
-    renderMessage(compileCampaign(content, SAMPLE_NEWSLETTER), SAMPLE_RECIPIENT, SAMPLE_UNSUBSCRIBE_URL);
-  } catch (err) {
-    throw err instanceof TemplateError ? templateInvalid(err) : err;
+  const fields: TemplateField[] = ["subject", "preheader", "html", "text"];
+  const problems = fields.flatMap((field) => {
+    const source = content[field];
+    if (source === null) return [];
+    const checked = checkTemplate(field, source);
+    return "problems" in checked ? checked.problems : [];
+  });
+  if (problems.length === 0) {
+    try {
+      renderMessage(compileCampaign(content, SAMPLE_NEWSLETTER), SAMPLE_RECIPIENT, SAMPLE_UNSUBSCRIBE_URL);
+    } catch (err) {
+      if (!(err instanceof TemplateError)) throw err;
+      problems.push(err);
+    }
   }
+  const [first] = problems;
+  if (first) throw templatesInvalid(first, problems);
 };
 
 /**
@@ -30,8 +42,10 @@ export const validateCampaignContent = (content: CampaignContent): void => {
  * Saving checks the sample subscriber and newsletter; a preview or test send for a real one (a
  * longer name, more tags) can still pass a ceiling, and is answered the same way.
  */
-export const templateInvalid = (err: TemplateError): ApiError =>
-  new ApiError("validation_failed", `${err.field}: ${err.message}`, {
-    param: err.field,
-    details: [{ param: err.field, message: err.message }],
+export const templateInvalid = (err: TemplateError): ApiError => templatesInvalid(err, [err]);
+
+const templatesInvalid = (first: TemplateError, all: TemplateError[]): ApiError =>
+  new ApiError("validation_failed", `${first.field}: ${first.message}`, {
+    param: first.field,
+    details: all.map((err) => ({ param: err.field, message: err.message })),
   });

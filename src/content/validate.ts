@@ -81,8 +81,9 @@ const walk = function* (templates: Template[]): Generator<Template> {
 
 type RangeLike = { kind: number; lhs?: { content?: unknown }; rhs?: { content?: unknown } };
 
-/** A literal `(a..b)` range wider than MAX_LOOP_RANGE, whatever branch it is in. */
-const checkLoops = (field: TemplateField, templates: Template[]) => {
+/** Every literal `(a..b)` range wider than MAX_LOOP_RANGE, whatever branch it is in. */
+const loopProblems = (field: TemplateField, templates: Template[]): TemplateError[] => {
+  const problems: TemplateError[] = [];
   for (const template of walk(templates)) {
     if (!(template instanceof ForTag || template instanceof TablerowTag)) continue;
     const collection = (template as unknown as { collection: RangeLike }).collection;
@@ -90,35 +91,50 @@ const checkLoops = (field: TemplateField, templates: Template[]) => {
     const high = Number(collection.rhs?.content);
     if (Number.isFinite(low) && Number.isFinite(high) && high - low + 1 > MAX_LOOP_RANGE) {
       const line = template.token.getPosition()[0];
-      throw new TemplateError(field, `a loop may cover at most ${MAX_LOOP_RANGE} items (range (${low}..${high}))${at(line)}`);
+      problems.push(new TemplateError(field, `a loop may cover at most ${MAX_LOOP_RANGE} items (range (${low}..${high}))${at(line)}`));
     }
   }
+  return problems;
 };
 
 /** A checked template, with the names of the variables it reads from outside. */
 export type ParsedTemplate = { templates: Template[]; globals: ReadonlySet<string> };
 
-/** Parses `source` as the template of `field`, checking it statically; throws TemplateError. */
-export const parseTemplate = (field: TemplateField, source: string): ParsedTemplate => {
+/**
+ * Parses `source` as the template of `field` and checks it statically: the parsed template, or every
+ * problem found (a syntax error stops the parser, so it comes alone; unknown variables and loop
+ * ranges are all reported, in the order they appear).
+ */
+export const checkTemplate = (field: TemplateField, source: string): ParsedTemplate | { problems: TemplateError[] } => {
   const engine = engineFor(field);
   let templates: Template[];
   try {
     templates = engine.parse(source);
   } catch (err) {
     if (!(err instanceof LiquidError)) throw err;
-    throw new TemplateError(field, `${problemOf(err)}${at(lineOf(err))}`);
+    return { problems: [new TemplateError(field, `${problemOf(err)}${at(lineOf(err))}`)] };
   }
   const analysis = engine.analyzeSync(templates);
+  const unknown: { line: number; problem: TemplateError }[] = [];
   for (const variables of Object.values(analysis.globals)) {
     for (const variable of variables) {
       if (isKnown(variable.segments, field)) continue;
       const name = String(variable);
       const hint = field === "subject" && name.startsWith("campaign.") ? " (the subject cannot use itself)" : "";
-      throw new TemplateError(field, `unknown variable "${name}"${at(variable.location.row)}${hint}; known: ${variableList}`);
+      const line = variable.location.row;
+      unknown.push({ line, problem: new TemplateError(field, `unknown variable "${name}"${at(line)}${hint}; known: ${variableList}`) });
     }
   }
-  checkLoops(field, templates);
+  const problems = [...unknown.sort((a, b) => a.line - b.line).map((u) => u.problem), ...loopProblems(field, templates)];
+  if (problems.length > 0) return { problems };
   return { templates, globals: new Set(Object.keys(analysis.globals)) };
+};
+
+/** Parses `source` as the template of `field`, checking it statically; throws the first problem (TemplateError). */
+export const parseTemplate = (field: TemplateField, source: string): ParsedTemplate => {
+  const checked = checkTemplate(field, source);
+  if ("problems" in checked) throw checked.problems[0];
+  return checked;
 };
 
 /** A render failure as the API reports it: the field, the line when known, the problem. */
