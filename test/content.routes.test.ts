@@ -54,6 +54,14 @@ describe("campaign content over the API", () => {
     expect(ok.status, ok.text.slice(0, 300)).toBe(201);
     const tooBig = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Big", newsletter_id: newsletter.id, html: `${big}${"y".repeat(20 * 1024)}` } });
     expectError(tooBig, 400, "validation_failed", "html");
+    // Too many characters or too many bytes: the same message, in bytes.
+    expect(tooBig.body.error.message).toBe("html must be at most 524288 bytes (512 KiB) of UTF-8");
+    // Both templates at their limits, every character escaped as JSON allows (\u003c…): 4.5 MiB, taken.
+    const escaped = (n: number) => "\\u003c".repeat(n);
+    const raw = `{"subject":"Big","newsletter_id":"${newsletter.id}","html":"${escaped(512 * 1024)}","text":"${escaped(256 * 1024)}"}`;
+    const full = await t.call("POST", `${t.ws}/campaigns`, { raw, headers: { "content-type": "application/json" } });
+    expect(full.status, full.text.slice(0, 300)).toBe(201);
+    expect(full.body.data.html).toHaveLength(512 * 1024);
     const text = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Big", newsletter_id: newsletter.id, text: "é".repeat(130 * 1024) } });
     expectError(text, 400, "validation_failed", "text");
     expect(text.body.error.message).toContain("262144 bytes");

@@ -34,8 +34,8 @@ describe("GET /openapi.json", () => {
   it("states each route's own body limit in its 413", async () => {
     const doc = (await call("GET", "/openapi.json")).body;
     const tooLarge = (path: string, method: string) => doc.paths[path][method].responses["413"].description;
-    expect(tooLarge("/workspaces/{workspace_id}/campaigns", "post")).toBe("payload_too_large: body over 2 MiB");
-    expect(tooLarge("/workspaces/{workspace_id}/campaigns/{campaign_id}", "patch")).toBe("payload_too_large: body over 2 MiB");
+    expect(tooLarge("/workspaces/{workspace_id}/campaigns", "post")).toBe("payload_too_large: body over 5 MiB");
+    expect(tooLarge("/workspaces/{workspace_id}/campaigns/{campaign_id}", "patch")).toBe("payload_too_large: body over 5 MiB");
     expect(tooLarge("/workspaces/{workspace_id}/subscribers", "post")).toBe("payload_too_large: body over 64 KiB");
   });
 

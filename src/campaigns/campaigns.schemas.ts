@@ -21,30 +21,31 @@ import { CONTENT_LIMITS } from "../content";
 const encoder = new TextEncoder();
 
 /** A Liquid template field: at most `maxBytes` of UTF-8, not trimmed (whitespace is content); `null` or empty: none. */
-const templateField = (maxBytes: number, description: string, example: string) =>
-  bodyString()
-    .max(maxBytes, { abort: true })
-    .refine((value) => value.length * 3 <= maxBytes || encoder.encode(value).byteLength <= maxBytes, {
-      error: `must be at most ${maxBytes} bytes (${maxBytes / 1024} KiB) of UTF-8`,
-    })
+const templateField = (maxBytes: number, description: string, example: string) => {
+  const tooLarge = `must be at most ${maxBytes} bytes (${maxBytes / 1024} KiB) of UTF-8`;
+  // More characters than that many bytes is too large whatever they are (and no need to encode them).
+  return bodyString()
+    .max(maxBytes, { abort: true, error: tooLarge })
+    .refine((value) => value.length * 3 <= maxBytes || encoder.encode(value).byteLength <= maxBytes, { error: tooLarge })
     .transform((value) => (value === "" ? null : value))
     .nullable()
     .optional()
     // x-max-bytes: the limit in UTF-8 bytes, which maxLength (characters) cannot state.
     .openapi({ description, example, pattern: anyTextPattern, "x-max-bytes": maxBytes });
+};
 
 const TEMPLATE_NOTE =
   "A Liquid template (variables `subscriber.email`, `subscriber.name`, `subscriber.tags`, `subscriber.location`, `subscriber.source`, `campaign.subject`, `newsletter.name`, `unsubscribe_url`; filters such as `default`, `upcase`, `capitalize`), checked when saved: a syntax error or an unknown variable is a 400 `validation_failed` naming this field and the line.";
 
 export const htmlField = templateField(
   CONTENT_LIMITS.html,
-  `The html body. ${TEMPLATE_NOTE} Every output is HTML-escaped. Without \`{{ unsubscribe_url }}\`, a footer with the unsubscribe link and the newsletter's address is added. At most 512 KiB.`,
+  `The html body. ${TEMPLATE_NOTE} Every output is HTML-escaped. Without \`{{ unsubscribe_url }}\`, a footer with the unsubscribe link and the newsletter's address is added. At most 512 KiB of UTF-8 (\`x-max-bytes\`; \`maxLength\` bounds the characters, a looser bound for text beyond ASCII).`,
   '<html><body><h1>Hello {{ subscriber.name | default: "there" }}!</h1><p>This week in {{ newsletter.name }}…</p><p><a href="{{ unsubscribe_url }}">Unsubscribe</a></p></body></html>',
 );
 
 export const textField = templateField(
   CONTENT_LIMITS.text,
-  `The plain-text body. ${TEMPLATE_NOTE} Without it, the text part is derived from \`html\` (links kept as URLs), else it is the preheader or the subject. At most 256 KiB.`,
+  `The plain-text body. ${TEMPLATE_NOTE} Without it, the text part is derived from \`html\` (links kept as URLs), else it is the preheader or the subject. At most 256 KiB of UTF-8 (\`x-max-bytes\`; \`maxLength\` bounds the characters).`,
   "Hello {{ subscriber.name | default: \"there\" }}!\n\nThis week in {{ newsletter.name }}…\n\nUnsubscribe: {{ unsubscribe_url }}",
 );
 
