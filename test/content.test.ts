@@ -93,6 +93,14 @@ describe("rendering", () => {
     expect(m.html).toBeNull();
   });
 
+  it("gives an html with no text of its own (images only, or blank) the preheader, else the subject, as its text part", () => {
+    const footer = `\n\n--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`;
+    expect(render({ preheader: "This week's picture", html: '<p><img src="https://example.com/a.png" alt=""></p>' }).text).toBe(`This week's picture${footer}`);
+    expect(render({ html: "   " }).text).toBe(`Hello${footer}`);
+    // Converted after rendering (a tag inside an attribute): the same.
+    expect(render({ html: '<img src="https://example.com/{% if subscriber.name %}a{% endif %}.png">' }).text).toBe(`Hello${footer}`);
+  });
+
   it("opens the html with the preheader as hidden preview text", () => {
     const m = render({ preheader: "Inside: {{ subscriber.name }}", html: "<html><body><p>Body</p></body></html>" });
     expect(m.html).toMatch(/^<html><body><div style="display:none;[^"]*">Inside: &lt;b&gt;Bob&lt;\/b&gt;<\/div><p>Body<\/p>/);

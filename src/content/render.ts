@@ -32,7 +32,7 @@ type TextPart =
    * `tidy`: the template has tags, which may leave blank lines behind in derived text. `linked`: it
    * names `unsubscribe_url`, so whether a message needs the footer is seen in its output.
    */
-  | { kind: "template"; part: Part; tidy: boolean; linked: boolean }
+  | { kind: "template"; part: Part; tidy: boolean; linked: boolean; derived: boolean }
   /** The html's Liquid did not survive conversion, or makes markup of its own: its rendered html is converted per message. */
   | { kind: "from_rendered_html"; html: Part }
   /** No html, no text: the preheader, else the subject, and the footer. */
@@ -79,12 +79,12 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   let text: TextPart;
   if (content.text !== null) {
     const own = parseTemplate("text", content.text);
-    text = { kind: "template", part: part([...own.templates, ...footerText], plainLayoutEngine), tidy: false, linked: own.globals.has("unsubscribe_url") };
+    text = { kind: "template", part: part([...own.templates, ...footerText], plainLayoutEngine), tidy: false, linked: own.globals.has("unsubscribe_url"), derived: false };
   } else if (content.html !== null) {
     const derived = MARKUP_TAGS.test(content.html) ? null : deriveTextTemplate(content.html);
     const templates = derived === null ? null : tryParse(derived);
     text = templates
-      ? { kind: "template", part: part([...templates, ...footerText], plainLayoutEngine), tidy: derived?.includes("{%") === true, linked: htmlLinked }
+      ? { kind: "template", part: part([...templates, ...footerText], plainLayoutEngine), tidy: derived?.includes("{%") === true, linked: htmlLinked, derived: true }
       : { kind: "from_rendered_html", html: part(ownHtml, htmlEngine) };
   } else {
     text = { kind: "fallback" };
@@ -158,19 +158,32 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   };
 };
 
-/** The text part; its footer is left out when the message shows the unsubscribe link itself. */
+/**
+ * The text part; its footer is left out when the message shows the unsubscribe link itself. Text
+ * derived from an html that has none to give (images only, say) is the fallback's: the preheader,
+ * else the subject.
+ */
 const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBlocks, at: BlockOffsets, url: string, fallback: string): string => {
+  const fallbackText = `${fallback}${blocks.footer_text}`;
   switch (text.kind) {
     case "template": {
       let out = renderer.render(text.part, MAX_RENDERED.text);
       if (text.linked) out = withoutRedundantFooter(out, blocks.footer_text, at.footer_text, url);
+      if (text.derived && isBlank(out, blocks.footer_text, at.footer_text)) return fallbackText;
       return text.tidy ? tidyText(out) : out;
     }
     case "from_rendered_html": {
       const converted = htmlToText(renderer.render(text.html, MAX_RENDERED.html));
+      if (converted.trim() === "") return fallbackText;
       return tidyText(converted.includes(url) ? converted : converted + blocks.footer_text);
     }
     case "fallback":
-      return `${fallback}${blocks.footer_text}`;
+      return fallbackText;
   }
+};
+
+/** Whether a part says nothing but the footer written at `at`. */
+const isBlank = (out: string, footer: string, at: number | undefined): boolean => {
+  const hasFooter = at !== undefined && out.startsWith(footer, at);
+  return (hasFooter ? out.slice(0, at) + out.slice(at + footer.length) : out).trim() === "";
 };
