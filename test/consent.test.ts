@@ -231,6 +231,39 @@ describe("POST /u/{token}/resubscribe", () => {
   });
 });
 
+describe("links rendered outside a send", () => {
+  it("a preview's link for a real subscriber unsubscribes them, without promising a way back it cannot give", async () => {
+    const t = await tenant();
+    const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "grace@example.com" } });
+    const newsletter = await createNewsletter(t, { name: "Previewed" });
+    const campaign = await createCampaign(t, { newsletter_id: newsletter.id });
+    const preview = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/preview`, { body: { subscriber_id: created.body.data.id } });
+    const path = /<https?:\/\/[^/]+(\/u\/[^>]+)>/.exec(preview.body.data.headers["List-Unsubscribe"])?.[1] ?? "";
+    const shown = await page("GET", path);
+    expect(shown.status).toBe(200);
+    expect(shown.text).toContain("Unsubscribe from this newsletter?");
+    expect(shown.text).not.toContain("subscribe again");
+    expect((await oneClick(path.slice(3))).status).toBe(200);
+    expect((await subscriberOf(t, created.body.data.id)).status).toBe("unsubscribed");
+  });
+
+  it("the sample subscriber's link (preview, test send) says it is a test link and changes nothing", async () => {
+    const t = await tenant();
+    const newsletter = await createNewsletter(t, { name: "Sampled" });
+    const campaign = await createCampaign(t, { newsletter_id: newsletter.id });
+    const preview = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/preview`);
+    const path = /<https?:\/\/[^/]+(\/u\/[^>]+)>/.exec(preview.body.data.headers["List-Unsubscribe"])?.[1] ?? "";
+    for (const res of [await page("GET", path), await oneClick(path.slice(3))]) {
+      expect(res.status).toBe(200);
+      expectPageHeaders(res);
+      expectSelfContained(res.text);
+      expect(res.text).toContain("This is a test link");
+      expect(res.text).toContain("Sampled");
+      expect(res.text).not.toContain("<form");
+    }
+  });
+});
+
 describe("links that name nothing", () => {
   it("a forged, truncated, altered or foreign token, or one for a deleted subscriber: the same 404 page, no detail", async () => {
     const t = await tenant();

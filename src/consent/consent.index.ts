@@ -5,13 +5,15 @@ import { requestOutbox } from "../events/outbox";
 import type { AppEnv } from "../lib/types";
 import { secondsLeftInWindow } from "../middleware/auth";
 import { readCapped } from "../middleware/request-context";
-import { findConsentState, resubscribeThroughLink, unsubscribeThroughLink } from "./consent.repository";
+import { SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
+import { findConsentState, newsletterNameOf, resubscribeThroughLink, unsubscribeThroughLink } from "./consent.repository";
 import {
   cannotResubscribePage,
   confirmPage,
   invalidLinkPage,
   problemPage,
   resubscribedPage,
+  sampleLinkPage,
   unsubscribedPage,
 } from "./pages";
 import { readUnsubscribeToken, type UnsubscribeTarget } from "./unsubscribe-token";
@@ -54,6 +56,12 @@ const perIpLimit = createMiddleware<AppEnv>(async (c, next) => {
 const targetOf = (c: Context<AppEnv>): Promise<UnsubscribeTarget | null> =>
   readUnsubscribeToken(c.var.signer, c.req.param("token") ?? "");
 
+/** A sample subscriber's link (preview, test send): a page saying so, for a campaign that exists. */
+const samplePage = async (c: Context<AppEnv>, target: UnsubscribeTarget) => {
+  const name = await newsletterNameOf(c.var.db.$client, target.campaignId);
+  return name === undefined ? invalidLinkPage() : sampleLinkPage(name);
+};
+
 type FormCheck = { ok: true } | { ok: false; page: Response };
 
 /**
@@ -95,16 +103,20 @@ export const consentRouter = new Hono<AppEnv>()
     // Hono answers HEAD through the GET route; this page answers GET only.
     if (c.req.method === "HEAD") return notAllowed("GET, POST");
     const target = await targetOf(c);
+    if (target?.subscriberId === SAMPLE_SUBSCRIBER_ID) return respond(await samplePage(c, target));
     const state = target && (await findConsentState(c.var.db.$client, target));
     if (!target || !state) return respond(invalidLinkPage());
     const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };
-    return respond(state.status === "active" || state.status === "pending" ? confirmPage(subject) : unsubscribedPage(subject, state.canResubscribe));
+    return respond(
+      state.status === "active" || state.status === "pending" ? confirmPage(subject, state.fromDelivery) : unsubscribedPage(subject, state.canResubscribe),
+    );
   })
   .post("/u/:token", async (c) => {
     const target = await targetOf(c);
     if (!target) return respond(invalidLinkPage());
     const form = await checkForm(c);
     if (!form.ok) return form.page;
+    if (target.subscriberId === SAMPLE_SUBSCRIBER_ID) return respond(await samplePage(c, target));
     const state = await unsubscribeThroughLink(requestOutbox(c), target, Date.now());
     if (!state) return respond(invalidLinkPage());
     const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };

@@ -10,6 +10,8 @@ export type ConsentState = {
   status: "active" | "unsubscribed" | "bounced" | "pending";
   /** Whether the subscriber may come back through this link (they left through it). */
   canResubscribe: boolean;
+  /** Whether the link is in a message the campaign sent them (a preview's names no delivery). */
+  fromDelivery: boolean;
   newsletterName: string;
 };
 
@@ -19,12 +21,13 @@ type StateRow = {
   status_source: string | null;
   newsletter_name: string;
   unsubscribed_at: number | null;
+  has_delivery: number;
 };
 
 // The subscriber and the campaign must be of one workspace; the delivery may be absent (a link
 // rendered in a preview or test send names no delivery).
 const STATE_SQL = `
-  SELECT s.email, s.status, s.status_source, n.name AS newsletter_name, d.unsubscribed_at
+  SELECT s.email, s.status, s.status_source, n.name AS newsletter_name, d.unsubscribed_at, d.id IS NOT NULL AS has_delivery
     FROM subscribers s
     JOIN campaigns c ON c.id = ?2 AND c.workspace_id = s.workspace_id
     JOIN newsletters n ON n.id = c.newsletter_id
@@ -37,6 +40,7 @@ const toState = (row: StateRow | undefined | null): ConsentState | undefined =>
         email: row.email,
         status: row.status,
         canResubscribe: row.status === "unsubscribed" && row.status_source === "link" && row.unsubscribed_at !== null,
+        fromDelivery: row.has_delivery === 1,
         newsletterName: row.newsletter_name,
       }
     : undefined;
@@ -97,3 +101,12 @@ export const resubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
   const changed = results[0]?.meta.changes === 1;
   return { changed, state: toState(results.at(-1)?.results[0]) };
 };
+
+/** The newsletter a campaign belongs to, by name: what a sample link (preview, test send) shows. */
+export const newsletterNameOf = async (d1: D1Database, campaignId: string): Promise<string | undefined> =>
+  (
+    await d1
+      .prepare("SELECT n.name FROM campaigns c JOIN newsletters n ON n.id = c.newsletter_id WHERE c.id = ?1")
+      .bind(campaignId)
+      .first<{ name: string }>()
+  )?.name;

@@ -71,15 +71,28 @@ const heading = (newsletterName: string, title: string, icon: string) =>
 <p class="eyebrow">${escapeHtml(newsletterName)}</p>
 <h1>${escapeHtml(title)}</h1>`;
 
-/** GET: asks; changes nothing (mail scanners follow links). */
-export const confirmPage = ({ newsletterName, email, token }: Subject): Page =>
+/**
+ * GET: asks; changes nothing (mail scanners follow links). `canComeBack`: the link is in a message
+ * the campaign sent, so leaving through it can be undone from it.
+ */
+export const confirmPage = ({ newsletterName, email, token }: Subject, canComeBack: boolean): Page =>
   layout(
     200,
     `Unsubscribe from ${newsletterName}`,
     `${heading(newsletterName, "Unsubscribe from this newsletter?", "✉️")}
 <p>You will stop receiving <strong>${escapeHtml(newsletterName)}</strong> at <span class="address">${escapeHtml(maskEmail(email))}</span>.</p>
 ${oneClickForm(`/u/${token}`, "Unsubscribe")}
-<p class="note">Changed your mind later? You can subscribe again from this page.</p>`,
+${canComeBack ? '<p class="note">Changed your mind later? You can subscribe again from this page.</p>' : ""}`,
+  );
+
+/** A link rendered for the sample subscriber (a preview or a test send): it names nobody, and changes nothing. */
+export const sampleLinkPage = (newsletterName: string): Page =>
+  layout(
+    200,
+    `Unsubscribe from ${newsletterName}`,
+    `${heading(newsletterName, "This is a test link", "ⓘ")}
+<p>It comes from a preview or a test send, made for a sample subscriber. In the real message, this page lets the recipient unsubscribe in one click.</p>
+<p class="note">Nothing was changed.</p>`,
   );
 
 /** After the unsubscribe (or on a later visit): confirms, and offers to come back when that is allowed. */
