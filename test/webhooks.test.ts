@@ -90,7 +90,7 @@ describe("webhook endpoints", () => {
     expect(again.text).toBe(patched.text);
   });
 
-  it("rejects non-https URLs and unknown event types, naming the field", async () => {
+  it("rejects non-https URLs and unknown event types, naming the field; takes scheme and host in any case", async () => {
     const t = await tenant();
     const bad = async (body: Record<string, unknown>, param: string) => {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: RECEIVER, events: ["*"], ...body } });
@@ -99,13 +99,14 @@ describe("webhook endpoints", () => {
       expect(res.body.error.param).toBe(param);
     };
     await bad({ url: "http://example.com/hook" }, "url");
+    await bad({ url: "http://localhost./hook" }, "url");
     await bad({ url: "ftp://example.com/hook" }, "url");
     await bad({ url: "not a url" }, "url");
     await bad({ url: "https://user:pw@example.com/hook" }, "url");
     await bad({ events: ["subscriber.created", "subscriber.exploded"] }, "events[1]");
     await bad({ events: [] }, "events");
     // Development receivers on this machine are fine with a test credential.
-    for (const url of ["http://localhost:8787/hook", "http://127.0.0.1:9000/hook"]) {
+    for (const url of ["http://localhost:8787/hook", "http://127.0.0.1:9000/hook", "HTTP://LocalHost:8787/hook", "HTTPS://Example.COM/hook", "https://example.com./hook"]) {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
       expect(res.status, res.text).toBe(201);
     }
@@ -118,6 +119,9 @@ describe("webhook endpoints", () => {
       "http://127.0.0.1/hook",
       "https://localhost/hook",
       "https://api.localhost/hook",
+      "https://localhost./hook",
+      "HTTPS://LOCALHOST/hook",
+      "https://127.0.0.1./hook",
       "https://10.1.2.3/hook",
       "https://172.16.0.1/hook",
       "https://192.168.1.1/hook",

@@ -67,12 +67,15 @@ export const emailPattern = `^${WS}*${ADDRESS}${WS}*$`;
 export const optionalEmailPattern = `^${WS}*(?:${ADDRESS}${WS}*)?$`;
 
 // A webhook endpoint URL: https to a host name (its last label starts with a letter, so it is never
-// read as a number), a dotted-quad IPv4 address or a bracketed IPv6 address, or http to localhost /
-// 127.0.0.1 (development); an optional port up to 65535, path and query of URL characters; no user
-// info, fragment or whitespace. Every string this matches is one the WHATWG URL parser accepts as is.
+// read as a number; a final dot, the fully qualified form, allowed), a dotted-quad IPv4 address or a
+// bracketed IPv6 address, or http to localhost / 127.0.0.1 (development); scheme and host in any case,
+// as URLs are; an optional port up to 65535, path and query of URL characters; no user info, fragment
+// or whitespace. Every string this matches is one the WHATWG URL parser accepts as is.
 const TOP_LABEL = "[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 const PORT = "(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?";
 const URL_CHARS = "[A-Za-z0-9._~!$&'()*+,;=:@%/?-]";
+/** `word` in any letter case, written out (patterns carry no flags). */
+const anyCase = (word: string) => [...word].map((ch) => (/[a-z]/.test(ch) ? `[${ch.toUpperCase()}${ch}]` : ch)).join("");
 export const webhookUrlPattern =
-  `^(?:https://(?:(?:${LABEL}\\.)*${TOP_LABEL}|${IPV4}|\\[(?:${IPV6})\\])|http://(?:localhost|127\\.0\\.0\\.1))` +
+  `^(?:${anyCase("https")}://(?:(?:${LABEL}\\.)*${TOP_LABEL}\\.?|${IPV4}|\\[(?:${IPV6})\\])|${anyCase("http")}://(?:${anyCase("localhost")}|127\\.0\\.0\\.1))` +
   `${PORT}(?:[/?]${URL_CHARS}*)?$`;

@@ -7,7 +7,8 @@ export const URL_MAX_LENGTH = 2048;
 
 /** Live mode only: hosts that name this machine or a private network. */
 export const liveUrlProblem = (value: string): string | undefined => {
-  const host = new URL(value).hostname;
+  // A fully qualified name's final dot names the same host (`localhost.` is localhost).
+  const host = new URL(value).hostname.replace(/\.$/, "");
   if (host === "localhost" || host.endsWith(".localhost")) return "must not point to localhost with a live credential";
   const v4 = parseIpv4(host);
   if (v4 && isNonPublicIpv4(v4)) return `must not point to a private, loopback or link-local address (${host}) with a live credential`;
