@@ -71,6 +71,8 @@ const writes = {
 } as const;
 
 export const readErrorResponses = common;
+/** A route that reads a body without writing (a preview): the body's own errors too. */
+export const bodyReadErrorResponses = { ...common, ...body };
 export const writeErrorResponses = { ...common, ...writes };
 
 /** The operator API: no scopes, workspaces or rate limit; 404 also when ADMIN_TOKEN is unset. */

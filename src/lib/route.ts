@@ -1,7 +1,7 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
-import { payloadTooLarge, readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
+import { bodyReadErrorResponses, payloadTooLarge, readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
 import { requireScope, workspaceAccess } from "../middleware/auth";
 import { IdempotencyHeaders, idempotency } from "../middleware/idempotency";
 import { jsonBody, readJsonBody } from "../middleware/request-context";
@@ -40,7 +40,7 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
   ];
   // A route taking larger bodies says so where its 413 is described.
   const errors = {
-    ...(idempotent ? writeErrorResponses : readErrorResponses),
+    ...(idempotent ? writeErrorResponses : route.request?.body ? bodyReadErrorResponses : readErrorResponses),
     ...(route.request?.body && maxBodyBytes !== undefined && { 413: payloadTooLarge(maxBodyBytes) }),
   };
   const responses = Object.fromEntries(
