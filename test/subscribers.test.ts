@@ -239,6 +239,16 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
     expect((await t.call("GET", `${t.ws}/subscribers?tag=News`)).body.data).toHaveLength(1);
   });
 
+  it("refuses query parameters on routes that take none, naming them", async () => {
+    const t = await tenant();
+    const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "q@example.com" } });
+    const one = await t.call("GET", `${t.ws}/subscribers/${created.body.data.id}?expand=tags`);
+    expectError(one, 400, "validation_failed", "expand");
+    expect(one.body.error.message).toBe("expand is not a recognized parameter");
+    expectError(await t.call("POST", `${t.ws}/subscribers?foo=1`, { body: { email: "r@example.com" } }), 400, "validation_failed", "foo");
+    expect((await t.call("GET", `${t.ws}/subscribers?email=r@example.com`)).body.data).toEqual([]);
+  });
+
   it.each([
     ["limit=0", "limit", "limit must be an integer from 1 to 100"],
     ["limit=101", "limit", "limit must be an integer from 1 to 100"],

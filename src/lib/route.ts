@@ -1,4 +1,4 @@
-import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
 import { bodyReadErrorResponses, payloadTooLarge, readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
@@ -15,6 +15,8 @@ type ApiRouteConfig = Omit<RouteConfig, "middleware" | "security"> & {
   /** A larger body cap than the default 64 KiB, for the routes that carry campaign content. */
   maxBodyBytes?: number;
 };
+
+const NoQuery = z.strictObject({});
 
 /** Names the matched route template for the access log. */
 export const routeName = (method: string, path: string) =>
@@ -57,7 +59,8 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
     description: `${route.description ?? ""}\n\nRequires scope \`${scope}\`.`.trim(),
     security: [{ bearerAuth: [] }],
     middleware,
-    request: idempotent ? { ...route.request, headers: IdempotencyHeaders } : route.request,
+    // A route that takes no query parameters refuses any, as list routes refuse those they do not know.
+    request: { ...route.request, query: route.request?.query ?? NoQuery, ...(idempotent && { headers: IdempotencyHeaders }) },
     responses,
   }) as unknown as Omit<R, "scope" | "idempotent" | "maxBodyBytes"> & { middleware: MiddlewareHandler<AppEnv>[] };
 };
