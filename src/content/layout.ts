@@ -75,7 +75,7 @@ const blank = (piece: string) => " ".repeat(piece.length);
  * elsewhere (its template placed `unsubscribe_url` and this message shows it); as it is otherwise.
  */
 export const withoutRedundantFooter = (out: string, footer: string, at: number | undefined, url: string): string => {
-  if (at === undefined || out.slice(at, at + footer.length) !== footer) return out;
+  if (at === undefined || !out.startsWith(footer, at)) return out;
   const first = out.indexOf(url);
   const elsewhere = first !== -1 && (first < at || out.indexOf(url, at + footer.length) !== -1);
   return elsewhere ? out.slice(0, at) + out.slice(at + footer.length) : out;
