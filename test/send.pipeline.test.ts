@@ -6,7 +6,7 @@ import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE, MAX_DELIVERY_ATTEMPTS } from
 import { HEDGE_AFTER_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { expectError, seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
-import { allDeliveries, createCampaign, createNewsletter, type Tenant } from "./send.fixtures";
+import { allDeliveries, createCampaign, createNewsletter, createSegment, type Tenant } from "./send.fixtures";
 import { harness, operationOf, send } from "./send.harness";
 
 // These tests drive the queue handler themselves, message by message, so faults can be injected
@@ -266,6 +266,39 @@ describe("crashes and redelivery", () => {
     // Every message carried its delivery's tag, so the provider's feedback can still find each one.
     const tags = new Map(resend.received.map((m) => [m.to[0], m.tags]));
     for (const d of deliveries) expect(tags.get(d.email)).toEqual([{ name: "delivery_id", value: d.id }]);
+  });
+
+  it("the sweeper's restart of stalled delivery asks each chunk as the fan-out planned it: a batch accepted before a crash is not mailed again", async () => {
+    const h = await harness("live");
+    // Every 4th subscriber matches: 125 per fan-out window, so chunks of 100 and 25 alternate.
+    await seedSubscribers(h.t.workspace.id, 2 * FANOUT_WINDOW, (i) => ({ tags: i % 4 === 0 ? ["b"] : [] }));
+    const resend = mockResend();
+    const segment = await createSegment(h.t, { tags_any: ["b"] });
+    const campaign = await createCampaign(h.t, { segment_id: segment.id });
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out: 250 deliveries queued, in chunks of 100, 25, 100, 25
+    expect(h.queue.messages.filter((m) => (m.body as { type: string }).type === "deliver")).toHaveLength(4);
+    // The first chunk is sent; the second is accepted by Resend, but every answer is lost.
+    resend.inject({ kind: "ok" }, ...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })));
+    const [firstChunk, secondChunk] = h.queue.messages.splice(0, 2);
+    h.queue.messages = [firstChunk, secondChunk].filter((m) => m !== undefined);
+    await h.step();
+    // The consumer dies with every message in flight (lost); ten minutes later the sweeper restarts
+    // delivery for the whole campaign.
+    h.queue.messages = [];
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now() + 11 * 60_000, cron: "* * * * *" }), h.env);
+    expect(h.queue.messages.map((m) => m.body)).toEqual([{ type: "deliver", operation_id: op.id, from: null, to: null }]);
+    await h.drain();
+
+    expect(resend.received).toHaveLength(250);
+    expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
+    // The second chunk was asked again under its first key (Resend answered from its record).
+    const keyed = new Map<string, number>();
+    for (const call of resend.calls) if (call.key) keyed.set(call.key, (keyed.get(call.key) ?? 0) + 1);
+    expect([...keyed.values()].sort((a, b) => b - a)[0]).toBeGreaterThan(1);
+    expect(keyed.size).toBe(4);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 250, delivered: 250, failed: 0 } });
   });
 
   it("an answer lost on the way back costs one more request, not a timeout: a second ask under the key answers, the first is abandoned", async () => {

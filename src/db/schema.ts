@@ -215,6 +215,12 @@ export const deliveries = sqliteTable(
     clickedAt: integer(),
     /** When the recipient used this message's unsubscribe link (first time only). */
     unsubscribedAt: integer(),
+    /**
+     * The subscriber id of the last member of the provider batch (chunk) this delivery was planned
+     * in: every later read of its chunk, however its work message came (redelivery, the sweeper),
+     * takes the same rows, so the batch is asked for under the same idempotency key.
+     */
+    chunkEnd: text(),
     error: text({ mode: "json" }).$type<{ code: string; message: string }>(),
     createdAt: integer().notNull(),
     updatedAt: integer().notNull(),

@@ -66,7 +66,8 @@ export const recipientWindow = async (
   }));
 };
 
-export type NewDelivery = { id: string; subscriberId: string; email: string };
+/** `chunkEnd`: the last subscriber of its provider batch, for a delivery created queued. */
+export type NewDelivery = { id: string; subscriberId: string; email: string; chunkEnd?: string };
 
 /**
  * The statements creating a window's deliveries, for one batch: `settled` created already sent (with
@@ -103,16 +104,16 @@ export type DeliveryPage = {
  */
 export const deliveryInsertStatements = (d1: D1Database, page: DeliveryPage): [D1PreparedStatement, D1PreparedStatement] => {
   const { settle } = page;
-  const json = JSON.stringify(page.rows.map((r) => ({ id: r.id, s: r.subscriberId, e: r.email, p: settle?.(r.id) })));
+  const json = JSON.stringify(page.rows.map((r) => ({ id: r.id, s: r.subscriberId, e: r.email, p: settle?.(r.id), c: r.chunkEnd })));
   const settled = settle === undefined ? 0 : 1;
   return [
     d1
       .prepare(
         `INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts,
-                                 provider_message_id, error, created_at, updated_at)
+                                 provider_message_id, error, chunk_end, created_at, updated_at)
          SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
                 CASE ?6 WHEN 1 THEN 'sent' ELSE 'queued' END, ?6, CASE ?6 WHEN 1 THEN json_extract(value, '$.p') END,
-                NULL, ?5, ?5
+                NULL, json_extract(value, '$.c'), ?5, ?5
            FROM json_each(?1) WHERE true
          ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
       )
@@ -166,24 +167,53 @@ export type QueuedDelivery = {
   fields: SubscriberFields;
 };
 
-export const queuedDeliveriesInRange = async (
+/**
+ * The queued deliveries of the first chunk with any in `from` < subscriber ≤ `to`: that chunk's queued
+ * rows, all of them (those past `to` too), whatever range the work message names, so a chunk is
+ * always asked for as the fan-out planned it; `more`: the range holds queued rows after it.
+ * Deliveries from before chunks were recorded (no `chunk_end`) are read by the range alone, `limit`
+ * - 1 of them (one more is read to tell whether there are more).
+ */
+export const queuedChunk = async (
   d1: D1Database,
   campaignId: string,
   from: string | null,
   to: string | null,
   limit: number,
-): Promise<QueuedDelivery[]> => {
+): Promise<{ rows: QueuedDelivery[]; chunkEnd: string | null; more: boolean }> => {
   const { results } = await d1
     .prepare(
-      `SELECT d.id, d.subscriber_id, d.email, d.attempts, coalesce(s.status = 'active', 0) AS active, json_extract(d.error, '$.code') AS last_error,
-              s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
-         FROM deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
-        WHERE d.campaign_id = ?1 AND d.subscriber_id > ?2 AND (?3 IS NULL OR d.subscriber_id <= ?3) AND d.status = 'queued'
+      `WITH first AS (
+         SELECT subscriber_id, chunk_end FROM deliveries
+          WHERE campaign_id = ?1 AND subscriber_id > ?2 AND (?3 IS NULL OR subscriber_id <= ?3) AND status = 'queued'
+          ORDER BY subscriber_id LIMIT 1
+       )
+       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.chunk_end,
+              EXISTS (SELECT 1 FROM deliveries m
+                       WHERE m.campaign_id = ?1 AND m.subscriber_id > first.chunk_end AND (?3 IS NULL OR m.subscriber_id <= ?3)
+                         AND m.status = 'queued') AS more,
+              coalesce(s.status = 'active', 0) AS active,
+              json_extract(d.error, '$.code') AS last_error, s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
+         FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
+        WHERE d.campaign_id = ?1 AND d.subscriber_id >= first.subscriber_id AND d.status = 'queued'
+          AND (CASE WHEN first.chunk_end IS NOT NULL THEN d.subscriber_id <= first.chunk_end AND d.chunk_end = first.chunk_end
+                    ELSE ?3 IS NULL OR d.subscriber_id <= ?3 END)
         ORDER BY d.subscriber_id LIMIT ?4`,
     )
     .bind(campaignId, from ?? "", to, limit)
-    .all<{ id: string; subscriber_id: string; email: string; attempts: number; active: number; last_error: string | null } & SubscriberFieldsRow>();
-  return results.map((r) => ({
+    .all<
+      {
+        id: string;
+        subscriber_id: string;
+        email: string;
+        attempts: number;
+        chunk_end: string | null;
+        more: number;
+        active: number;
+        last_error: string | null;
+      } & SubscriberFieldsRow
+    >();
+  const rows = results.map((r) => ({
     id: r.id,
     subscriberId: r.subscriber_id,
     email: r.email,
@@ -192,6 +222,10 @@ export const queuedDeliveriesInRange = async (
     lastError: r.last_error,
     fields: subscriberFields(r),
   }));
+  const [first] = results;
+  // More queued rows in the range after this chunk (read by chunk), or past `limit` (read by range).
+  const more = first?.chunk_end ? first.more === 1 : rows.length >= limit;
+  return { rows: first?.chunk_end ? rows : rows.slice(0, limit - 1), chunkEnd: first?.chunk_end ?? null, more };
 };
 
 export type DeliveryResults = {

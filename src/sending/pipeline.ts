@@ -12,8 +12,9 @@ import {
   type Candidate,
   deliveryStatements,
   type DeliveryResults,
+  type NewDelivery,
   type QueuedDelivery,
-  queuedDeliveriesInRange,
+  queuedChunk,
   recipientWindow,
   recordDeliveryResults,
 } from "./deliveries.repository";
@@ -143,8 +144,12 @@ const fanoutWindow = async (
   const last = window.at(-1)?.id ?? after;
   const now = deps.now();
   const matched = window.filter((c) => c.matches);
-  const rows = matched.map((c) => ({ id: newId("delivery", now), subscriberId: c.id, email: c.email }));
+  const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
+  // Each delivery records the last member of its provider batch (see queuedChunk).
+  const chunkEndOf = (i: number) => matched[Math.min(Math.floor(i / chunk) * chunk + chunk - 1, matched.length - 1)]?.id;
   const settle = integration?.settleAtCreation;
+  // (Rows settled at creation never need it: their JSON stays as small as it was.)
+  const rows: NewDelivery[] = matched.map((c, i) => ({ id: newId("delivery", now), subscriberId: c.id, email: c.email, ...(!settle && { chunkEnd: chunkEndOf(i) }) }));
   // A delivery settled at creation is handed over here: its message is rendered as any other
   // (what the sandbox measures is what a provider send costs). One that cannot be rendered is
   // created queued instead, and the delivery step records why it failed.
@@ -163,7 +168,7 @@ const fanoutWindow = async (
       ),
     );
     settled = rows.filter((_, i) => rendered[i]);
-    unsettled = rows.filter((_, i) => !rendered[i]);
+    unsettled = rows.flatMap((row, i) => (rendered[i] ? [] : [{ ...row, chunkEnd: chunkEndOf(i) }]));
   }
   const deliveries = deliveryStatements(deps.d1, op, now, { settled, queued: unsettled, settle });
 
@@ -178,7 +183,6 @@ const fanoutWindow = async (
   // Delivery work is enqueued before the position moves: if this invocation dies in between, the
   // redelivered message redoes this window and enqueues it again, so no delivery is left without
   // work. A redelivery enqueues even when nothing matches now, in case an earlier try created rows.
-  const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
   const bounds: (string | null)[] = [];
   for (let i = chunk - 1; i < matched.length - 1; i += chunk) bounds.push(matched[i]?.id ?? null);
   bounds.push(done ? null : last);
@@ -217,9 +221,9 @@ const deliver = async (
   if (!op || op.status !== "running") return;
   const integration = integrationFor(deps, op.deliveryIntegration);
   const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
-  // One row more than the chunk says whether the range holds more than this message may take.
-  const found = await queuedDeliveriesInRange(deps.d1, op.campaignId, from, to, chunk + 1);
-  const rows = found.slice(0, chunk);
+  // The first chunk with queued rows in the range, as the fan-out planned it (so its key is the one
+  // every earlier request for it used, whatever range this message names).
+  const { rows, chunkEnd, more } = await queuedChunk(deps.d1, op.campaignId, from, to, chunk + 1);
   if (rows.length === 0) return;
   const composer = integration ? await loadComposer(deps, op.campaignId) : undefined;
   if (integration && !composer) return;
@@ -255,8 +259,8 @@ const deliver = async (
 
   // Still-queued rows of this range are picked up again by the retried message.
   if (results.retry.length > 0) return { retryAfterSeconds: Math.max(retryAfter, backoffSeconds(attempt.attempts)) };
-  // The range held more than one chunk (rows appeared after it was planned): continue after this one.
-  if (found.length > chunk) await send(deps, [{ type: "deliver", operation_id: op.id, from: rows.at(-1)?.subscriberId ?? from, to }]);
+  // The range holds more than this chunk (the sweeper's whole-campaign restart, say): continue after it.
+  if (more) await send(deps, [{ type: "deliver", operation_id: op.id, from: chunkEnd ?? rows.at(-1)?.subscriberId ?? from, to }]);
 };
 
 /**
