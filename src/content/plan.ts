@@ -1,6 +1,6 @@
 import { type Context, type FilterImplOptions, Output, type Template, TokenKind, TypeGuards, toValue, toValueSync, Value } from "liquidjs";
 import { type Engine, HTML_OWN_FILTERS, OutputTooLarge, renderContext, renderIn, ServiceBlockTag, stringify, writeBlock } from "./engine";
-import type { BlockName } from "./layout";
+import { type BlockName, withoutRedundantFooter } from "./layout";
 
 // Most campaign templates are text and outputs only, no tags. Such a part is rendered from a flat
 // list of steps instead of through liquidjs's renderer: the same parsed outputs, without a generator
@@ -132,8 +132,12 @@ export class MessageRenderer {
     this.values.fill(UNSET);
   }
 
-  /** `part` rendered, failing past `maxChars`; errors are liquidjs's own, with their line. */
-  render(part: Part, maxChars: number): string {
+  /**
+   * `part` rendered, failing past `maxChars`; errors are liquidjs's own, with their line. With
+   * `link`, the part's footer block is left out when the part shows `link.url` itself (see
+   * renderMessage): step by step, as the outputs are written; through liquidjs, by looking.
+   */
+  render(part: Part, maxChars: number, link?: FooterLink): string {
     if (part.steps === null) {
       // Tags keep state (assign, increment, cycle): each part with tags starts from the message's
       // scope alone, so an html and the text derived from it render alike. And a tag may assign a
@@ -141,34 +145,60 @@ export class MessageRenderer {
       // (`increment` counts in the scope itself: each such part gets a copy of it.)
       const out = renderIn(renderContext({ ...this.ctx.environments }), part.templates, maxChars);
       this.forget();
-      return out;
+      return link ? this.withoutShownFooter(out, link) : out;
     }
     let out: string;
     try {
-      out = this.run(part.steps);
+      out = this.run(part.steps, link);
     } catch {
       // The same part through liquidjs's renderer fails the same way, with the error's line.
-      return renderIn(this.ctx, part.templates, maxChars);
+      const again = renderIn(this.ctx, part.templates, maxChars);
+      return link ? this.withoutShownFooter(again, link) : again;
     }
     if (out.length > maxChars) throw new OutputTooLarge(maxChars);
     return out;
   }
 
-  private run(steps: Step[]): string {
+  private withoutShownFooter(out: string, link: FooterLink): string {
+    const scope = this.ctx.environments as { _blocks?: Record<BlockName, string>; _blockAt?: Partial<Record<BlockName, number>> };
+    return withoutRedundantFooter(out, scope._blocks?.[link.footer] ?? "", scope._blockAt?.[link.footer], link.url);
+  }
+
+  /**
+   * The steps written out. With `link`: an output showing the url before the footer's place means no
+   * footer; one after it (rare: the link below the footer) takes the footer written out again.
+   */
+  private run(steps: Step[], link: FooterLink | undefined): string {
     let out = "";
+    const url = link?.url;
+    let shown = false;
+    let footerAt = -1;
+    let footerLength = 0;
     for (const step of steps) {
       if (step.kind === "text") out += step.text;
-      else if (step.kind === "block") out += writeBlock(this.ctx, step.name, out.length);
-      else {
+      else if (step.kind === "block") {
+        if (step.name === link?.footer) {
+          if (shown) continue;
+          footerAt = out.length;
+          const footer = writeBlock(this.ctx, step.name, out.length);
+          footerLength = footer.length;
+          out += footer;
+        } else out += writeBlock(this.ctx, step.name, out.length);
+      } else {
         let value = this.values[step.slot];
         if (value === UNSET) {
           value = step.evaluate(this.ctx);
           this.values[step.slot] = value;
         }
         const { escape } = step;
-        out += stringify(escape ? escape.handler.call({ context: this.ctx, token: escape.token, liquid: escape.liquid } as never, value) : value);
+        const text = stringify(escape ? escape.handler.call({ context: this.ctx, token: escape.token, liquid: escape.liquid } as never, value) : value);
+        if (url !== undefined && !shown && text.length >= url.length && text.includes(url)) shown = true;
+        out += text;
       }
     }
-    return out;
+    return footerAt >= 0 && shown ? out.slice(0, footerAt) + out.slice(footerAt + footerLength) : out;
   }
 }
+
+/** A part whose footer (block `footer`) goes only where the message does not show `url` itself. */
+export type FooterLink = { url: string; footer: BlockName };

@@ -1,7 +1,7 @@
 import { type Template, TokenKind } from "liquidjs";
 import { type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { deriveTextTemplate, htmlToText, tidyText } from "./html-text";
-import { blockMarker, type ServiceBlocks, serviceBlocks, type TopLevelText, withoutRedundantFooter, wrapHtml } from "./layout";
+import { blockMarker, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, type TemplateField } from "./validate";
 
@@ -143,12 +143,8 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   const at: BlockOffsets = {};
   scope._blocks = blocks;
   scope._blockAt = at;
-  const html = campaign.html
-    ? part("html", () => {
-        const out = renderer.render(campaign.html as Part, MAX_RENDERED.html);
-        return campaign.htmlLinked ? withoutRedundantFooter(out, blocks.footer_html, at.footer_html, unsubscribeUrl) : out;
-      })
-    : null;
+  const htmlLink = campaign.htmlLinked ? { url: unsubscribeUrl, footer: "footer_html" as const } : undefined;
+  const html = campaign.html ? part("html", () => renderer.render(campaign.html as Part, MAX_RENDERED.html, htmlLink)) : null;
   const text = part("text", () => renderText(campaign.text, renderer, blocks, at, unsubscribeUrl, preheader || subject));
   return {
     subject,
@@ -167,8 +163,7 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
   const fallbackText = `${fallback}${blocks.footer_text}`;
   switch (text.kind) {
     case "template": {
-      let out = renderer.render(text.part, MAX_RENDERED.text);
-      if (text.linked) out = withoutRedundantFooter(out, blocks.footer_text, at.footer_text, url);
+      const out = renderer.render(text.part, MAX_RENDERED.text, text.linked ? { url, footer: "footer_text" } : undefined);
       if (text.derived && isBlank(out, blocks.footer_text, at.footer_text)) return fallbackText;
       return text.tidy ? tidyText(out) : out;
     }
@@ -182,8 +177,17 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
   }
 };
 
-/** Whether a part says nothing but the footer written at `at`. */
+const VISIBLE = /\S/g;
+
+/** Whether `out` has anything but whitespace from `from` up to `to`: found at once in nearly every part. */
+const hasText = (out: string, from: number, to: number): boolean => {
+  VISIBLE.lastIndex = from;
+  const found = VISIBLE.exec(out);
+  return found !== null && found.index < to;
+};
+
+/** Whether a part says nothing but the footer written at `at` (if it is still there). */
 const isBlank = (out: string, footer: string, at: number | undefined): boolean => {
-  const hasFooter = at !== undefined && out.startsWith(footer, at);
-  return (hasFooter ? out.slice(0, at) + out.slice(at + footer.length) : out).trim() === "";
+  if (at === undefined || !out.startsWith(footer, at)) return !hasText(out, 0, out.length);
+  return !hasText(out, 0, at) && !hasText(out, at + footer.length, out.length);
 };
