@@ -189,6 +189,10 @@ describe("test send", () => {
     const six = Array.from({ length: 6 }, (_, i) => `a${i}@example.com`);
     expectError(await t.call("POST", url, { body: { emails: six } }), 400, "validation_failed", "emails");
     expectError(await t.call("POST", url, { body: { emails: ["a@example.com", "nope"] } }), 400, "validation_failed", "emails[1]");
+    // A string where the list goes: told that, and only that.
+    const single = await t.call("POST", url, { body: { emails: "me@example.com" } });
+    expectError(single, 400, "validation_failed", "emails");
+    expect(single.body.error.details).toHaveLength(1);
     expectError(await t.call("POST", url, { body: { emails: ["a@example.com"], integration_slug: "smtp" } }), 400, "unknown_integration");
   });
 

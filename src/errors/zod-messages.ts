@@ -55,7 +55,11 @@ const paramOf = (path: readonly PropertyKey[], prefix?: string): string | undefi
 
 export const zodIssuesToDetails = (error: z.core.$ZodError, rename?: (param: string) => string): ErrorDetail[] => {
   const details: ErrorDetail[] = [];
+  // A value of the wrong type is told that alone: zod still runs the checks that also apply to other
+  // types (an array's `max` measures a string's length too), which would say nothing useful.
+  const mistyped = new Set(error.issues.filter((issue) => issue.code === "invalid_type").map((issue) => paramOf(issue.path)));
   for (const issue of error.issues) {
+    if (issue.code !== "invalid_type" && mistyped.has(paramOf(issue.path))) continue;
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
         const param = paramOf([...issue.path, key]);
