@@ -253,7 +253,7 @@ describe("links rendered outside a send", () => {
     const campaign = await createCampaign(t, { newsletter_id: newsletter.id });
     const preview = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/preview`);
     const path = /<https?:\/\/[^/]+(\/u\/[^>]+)>/.exec(preview.body.data.headers["List-Unsubscribe"])?.[1] ?? "";
-    for (const res of [await page("GET", path), await oneClick(path.slice(3))]) {
+    for (const res of [await page("GET", path), await oneClick(path.slice(3)), await page("POST", `${path}/resubscribe`)]) {
       expect(res.status).toBe(200);
       expectPageHeaders(res);
       expectSelfContained(res.text);

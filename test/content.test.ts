@@ -112,6 +112,9 @@ describe("rendering", () => {
     const m = render({ html: "<html><body><p>Body</p></body></html>", text: "Plain body" });
     expect(m.html).toMatch(/<p>Body<\/p><div [^>]*>.*<a href="https:\/\/news\.example\.com\/u\/TOKEN"[^>]*>Unsubscribe<\/a>.*1 Main Street, Springfield.*<\/div><\/body><\/html>$/);
     expect(m.text).toBe(`Plain body\n\n--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`);
+    const lines = renderMessage(compileCampaign(content({ html: "<p>x</p>" }), { name: "N", address: "1 Main St <Suite 2>\nSpringfield & Co" }), bob, URL);
+    expect(lines.html).toContain("<p style=\"margin:8px 0 0\">1 Main St &lt;Suite 2&gt;<br>Springfield &amp; Co</p>");
+    expect(lines.text).toMatch(/1 Main St <Suite 2>\nSpringfield & Co$/);
     const noAddress = renderMessage(compileCampaign(content({ html: "<p>x</p>" }), { name: "N", address: null }), bob, URL);
     expect(noAddress.html).toContain("Unsubscribe</a></p></div>");
   });
@@ -139,6 +142,35 @@ describe("rendering", () => {
     }
     const text = render({ text: "Body{% if subscriber.location == 'Rome' %} {{ unsubscribe_url }}{% endif %}" }).text;
     expect(text).toContain(`--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
+  });
+
+  it("counts the link as shown in html only as an <a> element's href outside comments, whichever way the part renders", () => {
+    const footer = /Unsubscribe<\/a><\/p><p[^>]*>1 Main Street, Springfield<\/p><\/div><\/body>/;
+    for (const hidden of [
+      "<body><p>x</p><!-- {{ unsubscribe_url }} --></body>",
+      "<html><head><title>{{ unsubscribe_url }}</title></head><body><p>x</p></body></html>",
+      '<body><p data-u="{{ unsubscribe_url }}">x</p></body>',
+      "<body><style>/* {{ unsubscribe_url }} */</style><p>x</p></body>",
+      '<body><!-- <a href="{{ unsubscribe_url }}">old</a> --><p>x</p></body>',
+      // The same through liquidjs's renderer (a tag in the part).
+      "<body>{% if true %}<p>x</p>{% endif %}<!-- {{ unsubscribe_url }} --></body>",
+    ]) {
+      expect(render({ html: hidden }).html, hidden).toMatch(footer);
+    }
+    for (const shown of [
+      '<body><p><a href="{{ unsubscribe_url }}">Leave</a></p></body>',
+      "<body><p><a class='u' href='{{ unsubscribe_url }}'>Leave</a></p></body>",
+      "<body><p><A HREF={{ unsubscribe_url }}>Leave</A></p></body>",
+      '<body>{% capture u %}{{ unsubscribe_url }}{% endcapture %}<a href="{{ u }}">Leave</a></body>',
+    ]) {
+      expect(render({ html: shown }).html, shown).not.toMatch(/Unsubscribe<\/a>/);
+    }
+  });
+
+  it("derives text from everything a client shows, after a stray </body> or </html> too", () => {
+    expect(render({ html: "<html><body><p>in</p></body><p>after body</p></html><p>after html</p>" }).text).toMatch(/^in\n\nafter body\n\nafter html\n/);
+    // Converted after rendering (a tag inside an attribute): the same.
+    expect(render({ html: '<body><p class="{% if true %}a{% endif %}">a</p></body><p>b</p></body>' }).text).toMatch(/^a\n\nb\n/);
   });
 
   it("places the preheader and footer in the real body: not in comments, not in branches, after the head without a body", () => {

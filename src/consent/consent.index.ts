@@ -127,6 +127,7 @@ export const consentRouter = new Hono<AppEnv>()
     if (!target) return respond(invalidLinkPage());
     const form = await checkForm(c);
     if (!form.ok) return form.page;
+    if (target.subscriberId === SAMPLE_SUBSCRIBER_ID) return respond(await samplePage(c, target));
     const { changed, state } = await resubscribeThroughLink(requestOutbox(c), target, Date.now());
     if (!state) return respond(invalidLinkPage());
     const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };

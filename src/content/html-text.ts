@@ -20,8 +20,14 @@ const convert = compile({
   ],
 });
 
+/**
+ * What html-to-text reads: the body ends at the end of the document. Browsers and mail clients show
+ * what a stray `</body>` or `</html>` is followed by; the converter would stop at the first one.
+ */
+const bodyToEnd = (html: string) => html.replace(/<\/(?:body|html)\s*>/gi, "");
+
 /** Readable text of rendered html: links kept as URLs, images dropped. */
-export const htmlToText = (html: string): string => tidyText(convert(html));
+export const htmlToText = (html: string): string => tidyText(convert(bodyToEnd(html)));
 
 // Private-use characters: never in Liquid syntax, unchanged by case mapping, not whitespace, so a
 // placeholder is one word that wrapping never splits.
@@ -34,7 +40,7 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   if (htmlTemplate.includes(OPEN) || htmlTemplate.includes(CLOSE)) return null;
   const pieces: string[] = [];
   const masked = htmlTemplate.replace(LIQUID, (piece) => `${OPEN}${pieces.push(piece) - 1}${CLOSE}`);
-  const text = convert(masked);
+  const text = convert(bodyToEnd(masked));
   let restored = 0;
   const result = text.replace(PLACEHOLDER, (_, index: string) => {
     restored++;

@@ -20,7 +20,8 @@ const PREHEADER_OPEN =
  * fixed, so a message's blocks cost a few concatenations.
  */
 export const serviceBlocks = (newsletter: { name: string; address: string | null }) => {
-  const htmlAddress = newsletter.address ? `<p style="margin:8px 0 0;white-space:pre-line">${escapeHtml(newsletter.address)}</p>` : "";
+  // Its lines as lines in every client (not all of them apply `white-space`).
+  const htmlAddress = newsletter.address ? `<p style="margin:8px 0 0">${escapeHtml(newsletter.address).replace(/\r?\n/g, "<br>")}</p>` : "";
   const htmlBefore =
     '<div style="margin:32px 0 0;padding:16px 0 0;border-top:1px solid #e5e5e5;font:12px/1.5 Arial,sans-serif;color:#666666">' +
     `<p style="margin:0">You receive this email because you subscribed to ${escapeHtml(newsletter.name)}. <a href="`;
@@ -70,13 +71,47 @@ export const wrapHtml = (html: string, text: TopLevelText): string => {
 
 const blank = (piece: string) => " ".repeat(piece.length);
 
+/** The end of an `<a …>` tag's text just before an href's value (quoted or not). */
+const HREF_BEFORE = /<a\s[^<>]*?\bhref\s*=\s*["']?$/i;
+/** How far before a value its `<a … href=` may start. */
+const TAG_LOOKBACK = 512;
+
 /**
- * A rendered part without the footer written at `at`, when the part carries the unsubscribe link
- * elsewhere (its template placed `unsubscribe_url` and this message shows it); as it is otherwise.
+ * Whether the text at `index` of `html` is the href of a link a reader can follow: an `<a>` element's
+ * href, outside html comments. (A link printed in a comment, a title, a style or an attribute of
+ * another element is not one.)
  */
-export const withoutRedundantFooter = (out: string, footer: string, at: number | undefined, url: string): string => {
+export const linksAt = (html: string, index: number, inComment = insideComment(html, index)): boolean =>
+  !inComment && HREF_BEFORE.test(html.slice(Math.max(0, index - TAG_LOOKBACK), index));
+
+const insideComment = (html: string, index: number): boolean => {
+  const open = html.lastIndexOf("<!--", index);
+  return open !== -1 && html.lastIndexOf("-->", index) < open;
+};
+
+/** Tracks, over text given piece by piece, whether its end is inside an html comment. */
+export class CommentState {
+  inside = false;
+  feed(text: string) {
+    let at = 0;
+    for (;;) {
+      const next = text.indexOf(this.inside ? "-->" : "<!--", at);
+      if (next === -1) return;
+      at = next + (this.inside ? 3 : 4);
+      this.inside = !this.inside;
+    }
+  }
+}
+
+/**
+ * A rendered part without the footer written at `at`, when the part shows the unsubscribe link
+ * elsewhere: in html, as a link a reader can follow (linksAt); in text, anywhere. As it is otherwise.
+ */
+export const withoutRedundantFooter = (out: string, footer: string, at: number | undefined, url: string, html: boolean): string => {
   if (at === undefined || !out.startsWith(footer, at)) return out;
-  const first = out.indexOf(url);
-  const elsewhere = first !== -1 && (first < at || out.indexOf(url, at + footer.length) !== -1);
-  return elsewhere ? out.slice(0, at) + out.slice(at + footer.length) : out;
+  for (let i = out.indexOf(url); i !== -1; i = out.indexOf(url, i + 1)) {
+    if (i >= at && i < at + footer.length) continue;
+    if (!html || linksAt(out, i)) return out.slice(0, at) + out.slice(at + footer.length);
+  }
+  return out;
 };

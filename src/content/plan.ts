@@ -1,6 +1,6 @@
 import { type Context, type FilterImplOptions, Output, type Template, TokenKind, TypeGuards, toValue, toValueSync, Value } from "liquidjs";
 import { type Engine, HTML_OWN_FILTERS, OutputTooLarge, renderContext, renderIn, ServiceBlockTag, stringify, writeBlock } from "./engine";
-import { type BlockName, withoutRedundantFooter } from "./layout";
+import { type BlockName, CommentState, linksAt, withoutRedundantFooter } from "./layout";
 
 // Most campaign templates are text and outputs only, no tags. Such a part is rendered from a flat
 // list of steps instead of through liquidjs's renderer: the same parsed outputs, without a generator
@@ -18,7 +18,8 @@ type Escape = { handler: FilterHandler; token: unknown; liquid: Engine };
 
 type Step =
   | { kind: "text"; text: string }
-  | { kind: "output"; evaluate: Evaluate; slot: number; escape: Escape | null }
+  /** `links`: its value, when it is the unsubscribe link, is one a reader can follow (see FooterLink). */
+  | { kind: "output"; evaluate: Evaluate; slot: number; escape: Escape | null; links: boolean }
   | { kind: "block"; name: BlockName };
 
 /** A parsed part of a message, with its steps when it has no tags. */
@@ -98,21 +99,41 @@ const outputStep = (output: Output, engine: Engine, slots: OutputSlots): Step =>
   const appended = output.value.filters.length > value.filters.length;
   const escape = handler && appended ? { handler, token: (output.value.filters.at(-1) as unknown as FilterParts).token, liquid: engine } : null;
   const own = escape !== null && value.filters.some((filter) => HTML_OWN_FILTERS.has(filter.name));
-  return { kind: "output", evaluate, slot: slots.slotOf(own ? `html ${expression}` : expression), escape };
+  return { kind: "output", evaluate, slot: slots.slotOf(own ? `html ${expression}` : expression), escape, links: true };
 };
 
 /** `templates` as a part: with steps when every template is text, an output or a service block. */
 export const partOf = (templates: Template[], engine: Engine, slots: OutputSlots | null): Part => {
   if (slots === null) return { templates, steps: null };
+  // In html, an output counts as showing a link only as an `<a>` element's href outside comments,
+  // which its place in the template's markup says once for every message.
+  const html = engine.options.outputEscape !== undefined;
+  const comments = new CommentState();
+  let markup = "";
   const steps: Step[] = [];
   for (const template of templates) {
-    if (template.token.kind === TokenKind.HTML) steps.push({ kind: "text", text: (template.token as unknown as { getContent(): string }).getContent() });
-    else if (template instanceof Output) steps.push(outputStep(template, engine, slots));
-    else if (template instanceof ServiceBlockTag) steps.push({ kind: "block", name: template.block });
+    if (template.token.kind === TokenKind.HTML) {
+      const text = (template.token as unknown as { getContent(): string }).getContent();
+      steps.push({ kind: "text", text });
+      if (html) {
+        comments.feed(text);
+        markup = (markup + text).slice(-TAG_CONTEXT);
+      }
+    } else if (template instanceof Output) {
+      const step = outputStep(template, engine, slots);
+      if (html && step.kind === "output") {
+        step.links = linksAt(`${markup}\u0000`, markup.length, comments.inside);
+        markup = (markup + "\u0000").slice(-TAG_CONTEXT);
+      }
+      steps.push(step);
+    } else if (template instanceof ServiceBlockTag) steps.push({ kind: "block", name: template.block });
     else return { templates, steps: null };
   }
   return { templates, steps };
 };
+
+/** How much markup before an output its link context is read from (an `<a …>` tag's length, at most). */
+const TAG_CONTEXT = 1024;
 
 const UNSET = Symbol("unset");
 
@@ -161,7 +182,7 @@ export class MessageRenderer {
 
   private withoutShownFooter(out: string, link: FooterLink): string {
     const scope = this.ctx.environments as { _blocks?: Record<BlockName, string>; _blockAt?: Partial<Record<BlockName, number>> };
-    return withoutRedundantFooter(out, scope._blocks?.[link.footer] ?? "", scope._blockAt?.[link.footer], link.url);
+    return withoutRedundantFooter(out, scope._blocks?.[link.footer] ?? "", scope._blockAt?.[link.footer], link.url, link.footer === "footer_html");
   }
 
   /**
@@ -192,7 +213,7 @@ export class MessageRenderer {
         }
         const { escape } = step;
         const text = stringify(escape ? escape.handler.call({ context: this.ctx, token: escape.token, liquid: escape.liquid } as never, value) : value);
-        if (url !== undefined && !shown && text.length >= url.length && text.includes(url)) shown = true;
+        if (url !== undefined && !shown && step.links && text.length >= url.length && text.includes(url)) shown = true;
         out += text;
       }
     }
