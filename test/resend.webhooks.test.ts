@@ -174,6 +174,11 @@ describe("POST /webhooks/resend: what later events may change", () => {
     await bounce(soft, "Permanent");
     expect(await s.delivery(soft.id)).toMatchObject({ status: "bounced", bounce_type: "Permanent" });
     expect(await s.subscriberStatus(soft.subscriber_id)).toBe("bounced");
+    // Each change of the delivery has its event: the bounce, then its hardening; none for the ignored one.
+    const events = (await s.h.t.call("GET", `${s.h.t.ws}/events?type=delivery.bounced`)).body.data as { data: { object: { id: string; bounce_type: string } } }[];
+    const typesOf = (id: string) => events.filter((e) => e.data.object.id === id).map((e) => e.data.object.bounce_type).reverse();
+    expect(typesOf(soft.id)).toEqual(["Transient", "Permanent"]);
+    expect(typesOf(hard.id)).toEqual(["Permanent"]);
     await post(s.h.env, { body: event("email.complained", complained.provider_message_id ?? "") });
     await bounce(complained, "Permanent");
     expect(await s.delivery(complained.id)).toMatchObject({ status: "complained", bounce_type: null });

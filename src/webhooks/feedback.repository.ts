@@ -43,13 +43,14 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
       return [{ sql: moveDelivery("delivered") }];
     case "email.bounced": {
       const effects: Effect[] = [
-        // The bounce's type goes with the move to `bounced`; afterwards only a Permanent bounce
-        // replaces a softer one (never the other way round, never on a complained delivery).
+        // The move to `bounced` carries the bounce's type; afterwards only a Permanent bounce
+        // replaces a softer one (never the other way round, never on a complained delivery). Either
+        // is a change of the delivery, reported by its event.
         {
-          sql: `UPDATE deliveries SET bounce_type = ?5, updated_at = ?4
+          sql: `UPDATE deliveries SET status = 'bounced', bounce_type = ?5, updated_at = ?4
                  WHERE ${OF_MESSAGE} AND (status IN ('sent', 'delivered') OR (status = 'bounced' AND ?5 = 'Permanent' AND bounce_type IS NOT 'Permanent'))`,
+          event: { type: "delivery.bounced", resource: "delivery", id: delivery },
         },
-        { sql: moveDelivery("bounced"), event: { type: "delivery.bounced", resource: "delivery", id: delivery } },
       ];
       // Only a permanent bounce says the address is dead; others are recorded on the delivery.
       if (event.bounceType !== "Permanent") return effects;
