@@ -78,9 +78,11 @@ describe("the outbox", () => {
     expect((await t.call("PATCH", `${t.ws}/subscribers/${ada.id}`, { body: { email: "grace@example.com" } })).status).toBe(409);
     expect((await storedEvents(t.workspace.id)).map((e) => e.type)).toEqual(["subscriber.created", "subscriber.created"]);
 
-    // Unsubscribing through the API is an update and an unsubscribe; doing it again is only an update.
+    // Unsubscribing through the API is an update and an unsubscribe; doing it again changes nothing,
+    // and writes nothing; another change while unsubscribed is only an update.
     await t.call("PATCH", `${t.ws}/subscribers/${ada.id}`, { body: { status: "unsubscribed" } });
     await t.call("PATCH", `${t.ws}/subscribers/${ada.id}`, { body: { status: "unsubscribed" } });
+    await t.call("PATCH", `${t.ws}/subscribers/${ada.id}`, { body: { status: "unsubscribed", name: "Ada L." } });
     const types = (await storedEvents(t.workspace.id)).map((e) => e.type);
     expect(types.slice(2).sort()).toEqual(["subscriber.unsubscribed", "subscriber.updated", "subscriber.updated"]);
     expect(grace.resource_id).not.toBe(ada.id);

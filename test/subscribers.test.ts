@@ -96,6 +96,28 @@ describe("GET /workspaces/{workspace_id}/subscribers/{subscriber_id}", () => {
 });
 
 describe("PATCH /workspaces/{workspace_id}/subscribers/{subscriber_id}", () => {
+  it("changes nothing when every value given is already there: the same resource, its updated_at, no event", async () => {
+    const t = await tenant();
+    const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "same@example.com", name: "Ann", tags: ["x", "y"], status: "unsubscribed" } });
+    const path = `${t.ws}/subscribers/${created.body.data.id}`;
+    const eventsBefore = (await t.call("GET", `${t.ws}/events?limit=100`)).body.data.length;
+    for (const body of [{ name: "Ann" }, { tags: ["x", "y"] }, { status: "unsubscribed" }, { email: "same@example.com", name: "Ann", location: null }]) {
+      const res = await t.call("PATCH", path, { body });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data).toEqual(created.body.data);
+    }
+    expect((await t.call("GET", `${t.ws}/events?limit=100`)).body.data).toHaveLength(eventsBefore);
+    // A real change still is one, with its event.
+    const renamed = await t.call("PATCH", path, { body: { name: "Anna", tags: ["x", "y"] } });
+    expect(renamed.body.data).toMatchObject({ name: "Anna", tags: ["x", "y"] });
+    expect(renamed.body.data.updated_at).not.toBe(created.body.data.updated_at);
+    expect((await t.call("GET", `${t.ws}/events?limit=100`)).body.data).toHaveLength(eventsBefore + 1);
+    // Unchanged, but the email asked for is another subscriber's: still the 409.
+    const other = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "other@example.com" } });
+    expect((await t.call("PATCH", path, { body: { email: "OTHER@example.com" } })).status).toBe(409);
+    expect(other.status).toBe(201);
+  });
+
   const setup = async () => {
     const t = await tenant();
     const res = await t.call("POST", `${t.ws}/subscribers`, {

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createCredential, tenant } from "./helpers";
+import { createCredential, expectError, tenant } from "./helpers";
 import { attemptRow, createEndpoint, RECEIVER, receiver } from "./webhooks.fixtures";
 
 // Webhook endpoints: the resource, its rules and its test send (delivery: webhooks.delivery.test.ts).
@@ -48,8 +48,12 @@ describe("webhook endpoints", () => {
     expect(patched.status, patched.text).toBe(200);
     expect(patched.body.data).toMatchObject({ enabled: false, events: ["*"], description: "CRM sync" });
 
+    // No parameters: anything in the body is refused, and nothing is rotated or sent.
+    expectError(await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/rotate_secret`, { body: { a: 1 } }), 400, "validation_failed", "a");
+    expectError(await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/test`, { body: { x: 1 } }), 400, "validation_failed", "x");
     const rotated = await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/rotate_secret`);
     expect(rotated.status, rotated.text).toBe(200);
+    expect((await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/rotate_secret`, { body: {} })).status).toBe(200);
     expect(rotated.body.data.secret).toMatch(/^whsec_/);
     expect(rotated.body.data.secret).not.toBe(endpoint.secret);
 

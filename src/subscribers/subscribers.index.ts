@@ -73,8 +73,15 @@ export const subscribersRouter = createRouter()
       { events },
     );
     if (row) return c.json(envelope(serializeSubscriber(row)), 200);
-    if (!(await findSubscriber(c.var.db, workspace_id, subscriber_id))) throw notFound("subscriber", subscriber_id);
-    throw emailTaken(body.email ?? "", (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email ?? ""))?.id);
+    // Nothing written: say why (no such subscriber, the email is another's), or, when every value
+    // given is already there, answer the subscriber as it is.
+    const current = await findSubscriber(c.var.db, workspace_id, subscriber_id);
+    if (!current) throw notFound("subscriber", subscriber_id);
+    if (body.email !== undefined) {
+      const owner = (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email))?.id;
+      if (owner !== undefined && owner !== subscriber_id) throw emailTaken(body.email, owner);
+    }
+    return c.json(envelope(serializeSubscriber(current)), 200);
   })
   .openapi(listSubscribers, async (c) => {
     const { workspace_id } = c.req.valid("param");

@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, lt, notExists, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, lt, notExists, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { subscribers, subscriberTags } from "../db/schema";
 
@@ -42,10 +42,19 @@ export const statusSetByApi = (status: SubscriberRow["status"]) =>
 
 /**
  * Applies the changes unless the new email belongs to another subscriber of the workspace (checked
- * in the same statement); no row back means not found or email taken.
+ * in the same statement) or they change nothing (every value given is the one already there: no
+ * write, so no `updated_at` moved and no event); no row back means not found, email taken or unchanged.
  */
 export const updateSubscriber = (db: Db, workspaceId: string, id: string, changes: SubscriberChanges) => {
   const alias = sql`other`;
+  const given = (["email", "name", "tags", "location", "source", "status"] as const).filter((field) => changes[field] !== undefined);
+  const differs = or(
+    ...given.map((field) => {
+      const value = changes[field];
+      // tags are stored as their JSON text (the column's json mode), and compared as such.
+      return sql`${subscribers[field]} IS NOT ${field === "tags" ? JSON.stringify(value) : value}`;
+    }),
+  );
   return db
     .update(subscribers)
     .set(changes.status === undefined ? changes : { ...changes, statusSource: statusSetByApi(changes.status) })
@@ -53,6 +62,7 @@ export const updateSubscriber = (db: Db, workspaceId: string, id: string, change
       and(
         eq(subscribers.workspaceId, workspaceId),
         eq(subscribers.id, id),
+        differs,
         changes.emailKey === undefined
           ? undefined
           : notExists(

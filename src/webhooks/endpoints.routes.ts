@@ -1,3 +1,4 @@
+import { z } from "@hono/zod-openapi";
 import { apiRoute } from "../lib/route";
 import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import { AttemptSchema, ListAttemptsQuery } from "./attempts.schemas";
@@ -78,6 +79,12 @@ export const deleteEndpoint = apiRoute({
   responses: { 200: json("The deleted endpoint", DeletedEndpointSchema) },
 });
 
+/** These actions take no parameters: the body is empty, or `{}` (anything in it is an unknown parameter). */
+const noBody = {
+  required: false,
+  content: { "application/json": { schema: z.strictObject({}).openapi("EmptyRequest", { description: "No parameters." }) } },
+};
+
 export const rotateSecret = apiRoute({
   method: "post",
   path: `${base}/{endpoint_id}/rotate_secret`,
@@ -86,7 +93,7 @@ export const rotateSecret = apiRoute({
   description: "A new secret signs every try from now on, retries of earlier events included; the old one stops at once.",
   scope: "webhooks:write",
   idempotent: true,
-  request: { params: EndpointParams },
+  request: { params: EndpointParams, body: noBody },
   responses: { 200: json("The endpoint, with its new secret", EndpointWithSecretSchema) },
 });
 
@@ -99,7 +106,7 @@ export const testEndpoint = apiRoute({
     "Sends a `webhook.test` event (its `data.object` is the endpoint) to this endpoint at once, whatever types it lists, and answers with the attempt (`pending`); its outcome shows in the attempts list.",
   scope: "webhooks:write",
   idempotent: true,
-  request: { params: EndpointParams },
+  request: { params: EndpointParams, body: noBody },
   responses: { 200: json("The attempt, pending: its first try is under way", AttemptSchema) },
 });
 
