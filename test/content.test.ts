@@ -225,10 +225,15 @@ describe("template errors (400 validation_failed naming the field, the line and 
     const lines = Array.from({ length: 5000 }, (_, i) => `<p>{{ subscriber.name }} ${i}</p>`);
     lines[4321] = "<p>{{ subscriber.nmae }}</p>";
     expect(rejection({ html: lines.join("\r\n") }).message).toContain('unknown variable "subscriber.nmae" on line 4322');
-    // The same row and column liquidjs's own scan gives, for drawn texts and offsets.
+    // Lines end at \n, \r\n or a lone \r: an old-Mac template names its lines too.
+    expect(rejection({ html: "a\rb\r{{ subscriber.nmae }}\r" }).message).toContain("on line 3");
+    // The row and column of a character-by-character scan (liquidjs's own, with \r\n and \r as breaks too), for drawn texts and offsets.
     const reference = (input: string, begin: number) => {
       let [row, col] = [1, 1];
-      for (let i = 0; i < begin; i++) [row, col] = input[i] === "\n" ? [row + 1, 1] : [row, col + 1];
+      for (let i = 0; i < begin; i++) {
+        const breaks = input[i] === "\n" || (input[i] === "\r" && input[i + 1] !== "\n");
+        [row, col] = breaks ? [row + 1, 1] : [row, col + 1];
+      }
       return [row, col];
     };
     fc.assert(

@@ -13,12 +13,14 @@ import type { BlockName, ServiceBlocks } from "./layout";
 // liquidjs finds a token's line and column by scanning its template from the start, and its static
 // analysis asks for every variable's: quadratic in the template's size (a 480 KB html with 8,000
 // outputs took 8 s to check). The same answer from the line starts of the template, found once per
-// source (binary search), keeps checking a template linear.
+// source (binary search), keeps checking a template linear. Lines end as text editors end them: at
+// `\n`, `\r\n` or a lone `\r` (liquidjs counted only `\n`, so an old-Mac template was all line 1).
 let lineIndex: { input: string; starts: number[] } | undefined;
+const LINE_BREAK = /\r\n?|\n/g;
 const lineStarts = (input: string): number[] => {
   if (lineIndex?.input !== input) {
     const starts = [0];
-    for (let i = input.indexOf("\n"); i !== -1; i = input.indexOf("\n", i + 1)) starts.push(i + 1);
+    for (const m of input.matchAll(LINE_BREAK)) starts.push(m.index + m[0].length);
     lineIndex = { input, starts };
   }
   return lineIndex.starts;
