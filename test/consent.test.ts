@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { readUnsubscribeToken, unsubscribeToken } from "../src/consent/unsubscribe-token";
 import { signerFor } from "../src/lib/signing";
 import { type ApiResponse, call, tenant } from "./helpers";
-import { createCampaign, createNewsletter, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
+import { createCampaign, createNewsletter, previewLinkPath, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
 
 // The unsubscribe link of every message: RFC 8058 one-click POSTs from mailbox providers, and the
 // hosted page for people. The token is the only authority; nothing reveals more than it names.
@@ -237,8 +237,7 @@ describe("links rendered outside a send", () => {
     const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "grace@example.com" } });
     const newsletter = await createNewsletter(t, { name: "Previewed" });
     const campaign = await createCampaign(t, { newsletter_id: newsletter.id });
-    const preview = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/preview`, { body: { subscriber_id: created.body.data.id } });
-    const path = /<https?:\/\/[^/]+(\/u\/[^>]+)>/.exec(preview.body.data.headers["List-Unsubscribe"])?.[1] ?? "";
+    const path = await previewLinkPath(t, campaign.id, created.body.data.id);
     const shown = await page("GET", path);
     expect(shown.status).toBe(200);
     expect(shown.text).toContain("Unsubscribe from this newsletter?");
@@ -251,8 +250,7 @@ describe("links rendered outside a send", () => {
     const t = await tenant();
     const newsletter = await createNewsletter(t, { name: "Sampled" });
     const campaign = await createCampaign(t, { newsletter_id: newsletter.id });
-    const preview = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/preview`);
-    const path = /<https?:\/\/[^/]+(\/u\/[^>]+)>/.exec(preview.body.data.headers["List-Unsubscribe"])?.[1] ?? "";
+    const path = await previewLinkPath(t, campaign.id);
     for (const res of [await page("GET", path), await oneClick(path.slice(3)), await page("POST", `${path}/resubscribe`)]) {
       expect(res.status).toBe(200);
       expectPageHeaders(res);

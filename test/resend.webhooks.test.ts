@@ -6,7 +6,7 @@ import { createApp } from "../src/app";
 import { RECEIPT_TTL_MS, sweepWebhooks } from "../src/webhooks/sweep";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
-import { allDeliveries, CapturedQueue, createCampaign, type Delivery } from "./send.fixtures";
+import { allDeliveries, CapturedQueue, createCampaign, type Delivery, previewLinkPath } from "./send.fixtures";
 import { createEndpoint } from "./webhooks.fixtures";
 import { harness, send } from "./send.harness";
 
@@ -208,14 +208,12 @@ describe("POST /webhooks/resend: what later events may change", () => {
     const s = await sentCampaign(1);
     const d = s.deliveries[0] as Delivery;
     // The link of the message as sent (the preview renders it with the same code and token).
-    const preview = await s.h.t.call("POST", `${s.h.t.ws}/campaigns/${s.campaign.id}/preview`, { body: { subscriber_id: d.subscriber_id } });
-    const token = /\/u\/([^>]+)>/.exec(preview.body.data.headers["List-Unsubscribe"])?.[1] ?? "";
+    const link = await previewLinkPath(s.h.t, s.campaign.id, d.subscriber_id);
     const page = (path: string) => app.fetch(new Request(`https://api.example.test${path}`, { method: "POST" }), s.h.env, createExecutionContext());
-    const first = await page(`/u/${token}`);
-    expect(first.status).toBe(200);
+    expect((await page(link)).status).toBe(200);
     expect(await s.subscriberStatus(d.subscriber_id)).toBe("unsubscribed");
     await post(s.h.env, { body: event("email.complained", d.provider_message_id ?? "") });
-    expect((await page(`/u/${token}/resubscribe`)).status).toBe(409);
+    expect((await page(`${link}/resubscribe`)).status).toBe(409);
     expect(await s.subscriberStatus(d.subscriber_id)).toBe("unsubscribed");
   });
 });

@@ -24,6 +24,12 @@ export const createCampaign = async (t: Tenant, body: Record<string, unknown> = 
   return res.body.data as { id: string; status: string };
 };
 
+/** The path (`/u/{token}`) of the unsubscribe link a message of the campaign carries, as its preview renders it. */
+export const previewLinkPath = async (t: Pick<Tenant, "call" | "ws">, campaignId: string, subscriberId?: string): Promise<string> => {
+  const preview = await t.call("POST", `${t.ws}/campaigns/${campaignId}/preview`, { body: subscriberId ? { subscriber_id: subscriberId } : {} });
+  return /<https?:\/\/[^/]+(\/u\/[^>]+)>/.exec(preview.body.data.headers["List-Unsubscribe"])?.[1] ?? "";
+};
+
 export const sendCampaign = async (t: Tenant, campaignId: string, body?: Record<string, unknown>) => {
   const res = await t.call("POST", `${t.ws}/campaigns/${campaignId}/send`, body === undefined ? {} : { body });
   expect(res.status, res.text).toBe(202);

@@ -6,7 +6,7 @@ import type { AppEnv } from "../lib/types";
 import { secondsLeftInWindow } from "../middleware/auth";
 import { readCapped } from "../middleware/request-context";
 import { SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
-import { findConsentState, newsletterNameOf, resubscribeThroughLink, unsubscribeThroughLink } from "./consent.repository";
+import { type ConsentState, findConsentState, newsletterNameOf, resubscribeThroughLink, unsubscribeThroughLink } from "./consent.repository";
 import {
   cannotResubscribePage,
   confirmPage,
@@ -62,6 +62,24 @@ const samplePage = async (c: Context<AppEnv>, target: UnsubscribeTarget) => {
   return name === undefined ? invalidLinkPage() : sampleLinkPage(name);
 };
 
+/**
+ * The link's subscriber and campaign, or the answer that ends the request here: the invalid-link
+ * page, the refusal of a POST's form, or the test-link page of a sample subscriber's link.
+ */
+const linkTarget = async (c: Context<AppEnv>, { form }: { form: boolean }): Promise<UnsubscribeTarget | Response> => {
+  const target = await targetOf(c);
+  if (!target) return respond(invalidLinkPage());
+  if (form) {
+    const checked = await checkForm(c);
+    if (!checked.ok) return checked.page;
+  }
+  if (target.subscriberId === SAMPLE_SUBSCRIBER_ID) return respond(await samplePage(c, target));
+  return target;
+};
+
+/** What a page says of the link's subscriber. */
+const subjectOf = (c: Context<AppEnv>, state: ConsentState) => ({ newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") ?? "" });
+
 type FormCheck = { ok: true } | { ok: false; page: Response };
 
 /**
@@ -102,38 +120,30 @@ export const consentRouter = new Hono<AppEnv>()
   .get("/u/:token", async (c) => {
     // Hono answers HEAD through the GET route; this page answers GET only.
     if (c.req.method === "HEAD") return notAllowed("GET, POST");
-    const target = await targetOf(c);
-    if (target?.subscriberId === SAMPLE_SUBSCRIBER_ID) return respond(await samplePage(c, target));
-    const state = target && (await findConsentState(c.var.db.$client, target));
-    if (!target || !state) return respond(invalidLinkPage());
-    const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };
+    const target = await linkTarget(c, { form: false });
+    if (target instanceof Response) return target;
+    const state = await findConsentState(c.var.db.$client, target);
+    if (!state) return respond(invalidLinkPage());
+    const subject = subjectOf(c, state);
     return respond(
       state.status === "active" || state.status === "pending" ? confirmPage(subject, state.fromDelivery) : unsubscribedPage(subject, state.canResubscribe),
     );
   })
   .post("/u/:token", async (c) => {
-    const target = await targetOf(c);
-    if (!target) return respond(invalidLinkPage());
-    const form = await checkForm(c);
-    if (!form.ok) return form.page;
-    if (target.subscriberId === SAMPLE_SUBSCRIBER_ID) return respond(await samplePage(c, target));
+    const target = await linkTarget(c, { form: true });
+    if (target instanceof Response) return target;
     const state = await unsubscribeThroughLink(requestOutbox(c), target, Date.now());
     if (!state) return respond(invalidLinkPage());
-    const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };
-    return respond(unsubscribedPage(subject, state.canResubscribe));
+    return respond(unsubscribedPage(subjectOf(c, state), state.canResubscribe));
   })
   .post("/u/:token/resubscribe", async (c) => {
-    const target = await targetOf(c);
-    if (!target) return respond(invalidLinkPage());
-    const form = await checkForm(c);
-    if (!form.ok) return form.page;
-    if (target.subscriberId === SAMPLE_SUBSCRIBER_ID) return respond(await samplePage(c, target));
+    const target = await linkTarget(c, { form: true });
+    if (target instanceof Response) return target;
     const { changed, state } = await resubscribeThroughLink(requestOutbox(c), target, Date.now());
     if (!state) return respond(invalidLinkPage());
-    const subject = { newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") };
     // A repeated resubscribe of an active subscriber answers as the first did.
-    if (changed || state.status === "active") return respond(resubscribedPage(subject));
-    return respond(cannotResubscribePage(subject));
+    if (changed || state.status === "active") return respond(resubscribedPage(subjectOf(c, state)));
+    return respond(cannotResubscribePage(subjectOf(c, state)));
   })
   .all("/u/:token", () => notAllowed("GET, POST"))
   .all("/u/:token/resubscribe", () => notAllowed("POST"))

@@ -18,23 +18,19 @@ const SAMPLE_UNSUBSCRIBE_URL = "https://example.com/u/sample";
  * naming the field and listing every problem found, so no template can first fail at send time.
  */
 export const validateCampaignContent = (content: CampaignContent): void => {
-  const fields: TemplateField[] = ["subject", "preheader", "html", "text"];
-  const problems = fields.flatMap((field) => {
-    const source = content[field];
-    if (source === null) return [];
-    const checked = checkTemplate(field, source);
-    return "problems" in checked ? checked.problems : [];
-  });
-  if (problems.length === 0) {
-    try {
-      renderMessage(compileCampaign(content, SAMPLE_NEWSLETTER), SAMPLE_RECIPIENT, SAMPLE_UNSUBSCRIBE_URL);
-    } catch (err) {
-      if (!(err instanceof TemplateError)) throw err;
-      problems.push(err);
-    }
+  try {
+    renderMessage(compileCampaign(content, SAMPLE_NEWSLETTER), SAMPLE_RECIPIENT, SAMPLE_UNSUBSCRIBE_URL);
+  } catch (err) {
+    if (!(err instanceof TemplateError)) throw err;
+    // Compiling stops at the first problem: only then is every template checked on its own, for all of them.
+    const fields: TemplateField[] = ["subject", "preheader", "html", "text"];
+    const problems = fields.flatMap((field) => {
+      const source = content[field];
+      const checked = source === null ? undefined : checkTemplate(field, source);
+      return checked && "problems" in checked ? checked.problems : [];
+    });
+    throw templatesInvalid(problems[0] ?? err, problems.length > 0 ? problems : [err]);
   }
-  const [first] = problems;
-  if (first) throw templatesInvalid(first, problems);
 };
 
 /**

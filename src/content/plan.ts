@@ -122,7 +122,8 @@ export const partOf = (templates: Template[], engine: Engine, slots: OutputSlots
     } else if (template instanceof Output) {
       const step = outputStep(template, engine, slots);
       if (html && step.kind === "output") {
-        step.links = linksAt(`${markup}\u0000`, markup.length, comments.inside);
+        step.links = linksAt(markup, markup.length, comments.inside);
+        // The output's place, so markup after it is never read as right after the `<a … href=`.
         markup = (markup + "\u0000").slice(-TAG_CONTEXT);
       }
       steps.push(step);

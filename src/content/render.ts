@@ -160,20 +160,20 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
  * else the subject.
  */
 const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBlocks, at: BlockOffsets, url: string, fallback: string): string => {
-  const fallbackText = `${fallback}${blocks.footer_text}`;
+  const fallbackText = () => `${fallback}${blocks.footer_text}`;
   switch (text.kind) {
     case "template": {
       const out = renderer.render(text.part, MAX_RENDERED.text, text.linked ? { url, footer: "footer_text" } : undefined);
-      if (text.derived && isBlank(out, blocks.footer_text, at.footer_text)) return fallbackText;
+      if (text.derived && isBlank(out, blocks.footer_text, at.footer_text)) return fallbackText();
       return text.tidy ? tidyText(out) : out;
     }
     case "from_rendered_html": {
       const converted = htmlToText(renderer.render(text.html, MAX_RENDERED.html));
-      if (converted.trim() === "") return fallbackText;
+      if (converted.trim() === "") return fallbackText();
       return tidyText(converted.includes(url) ? converted : converted + blocks.footer_text);
     }
     case "fallback":
-      return fallbackText;
+      return fallbackText();
   }
 };
 

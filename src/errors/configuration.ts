@@ -21,16 +21,16 @@ export const requiredBindings = {
 
 export type BindingName = keyof typeof requiredBindings;
 
-const requirementOf = (name: BindingName): Requirement => requiredBindings[name];
+const requirements: Record<BindingName, Requirement> = requiredBindings;
 
 /** The bindings this deployment needs, given its configuration. */
 export const neededBindings = (env: Env): BindingName[] =>
-  (Object.keys(requiredBindings) as BindingName[]).filter((name) => requirementOf(name).when?.(env) ?? true);
+  (Object.keys(requirements) as BindingName[]).filter((name) => requirements[name].when?.(env) ?? true);
 
 export const missingBindings = (env: Env): BindingName[] =>
   neededBindings(env).filter((name) => env[name] === undefined || env[name] === null);
 
-export const bindingPurpose = (name: BindingName) => requiredBindings[name].for;
+export const bindingPurpose = (name: BindingName) => requirements[name].for;
 
 export const ConfigurationError = {
   bindings: (names: BindingName[]) =>

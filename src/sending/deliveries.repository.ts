@@ -184,14 +184,15 @@ export const queuedChunk = async (
   const { results } = await d1
     .prepare(
       `WITH first AS (
-         SELECT subscriber_id, chunk_end FROM deliveries
+         SELECT subscriber_id, chunk_end,
+                EXISTS (SELECT 1 FROM deliveries m
+                         WHERE m.campaign_id = ?1 AND m.subscriber_id > f.chunk_end AND (?3 IS NULL OR m.subscriber_id <= ?3)
+                           AND m.status = 'queued') AS more
+           FROM deliveries f
           WHERE campaign_id = ?1 AND subscriber_id > ?2 AND (?3 IS NULL OR subscriber_id <= ?3) AND status = 'queued'
           ORDER BY subscriber_id LIMIT 1
        )
-       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.chunk_end,
-              EXISTS (SELECT 1 FROM deliveries m
-                       WHERE m.campaign_id = ?1 AND m.subscriber_id > first.chunk_end AND (?3 IS NULL OR m.subscriber_id <= ?3)
-                         AND m.status = 'queued') AS more,
+       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.chunk_end, first.more,
               coalesce(s.status = 'active', 0) AS active,
               json_extract(d.error, '$.code') AS last_error, s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id

@@ -31,8 +31,10 @@ const loadComposer = async (deps: StepDeps, campaignId: string): Promise<Compose
   return context && composerFor(context, deps.env, signerFor(deps.env));
 };
 
+const RENDER_FAILED = "render_failed";
+
 const renderFailed = (err: TemplateError): DeliveryError => ({
-  code: "render_failed",
+  code: RENDER_FAILED,
   message: `The ${err.field} template could not be rendered for this subscriber: ${err.message}`,
 });
 
@@ -274,7 +276,7 @@ export const batchKey = async (operationId: string, deliveryIds: string[]): Prom
 };
 
 /** Errors recorded for a row that was left out of its batch's request (never handed over). */
-const LEFT_OUT = new Set(["recipient_inactive", "render_failed"]);
+const LEFT_OUT = new Set([recipientInactive.code, RENDER_FAILED]);
 
 /**
  * Renders the chunk's messages and hands the sendable ones to the integration as one batch. A row

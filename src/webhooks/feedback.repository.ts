@@ -18,7 +18,7 @@ export type FeedbackEvent = {
 
 /** Delivery statuses a provider event may move, in order: an event only ever moves a delivery forward. */
 const RANK = `CASE status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'bounced' THEN 3 WHEN 'complained' THEN 4 ELSE 0 END`;
-const rankOf = { delivered: 2, bounced: 3, complained: 4 } as const;
+const rankOf = { delivered: 2, complained: 4 } as const;
 
 // ?1 svix id, ?2 provider message id, ?3 event time, ?4 now, ?5 bounce type, ?6 tagged delivery id:
 // the same bindings for every statement (each binds those up to the highest it names).
@@ -87,12 +87,7 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
   }
 };
 
-/**
- * The one place that builds an event's statements: each effect followed by the outgoing event that
- * reports it (written only if the effect changed a row: subscriber.bounced, subscriber.unsubscribed,
- * delivery.bounced, delivery.complained), then the receipt.
- */
-/** How many of the shared bindings (?1 … ?5) a statement uses: D1 refuses more values than it names. */
+/** How many of the shared bindings (?1 … ?6) a statement uses: D1 refuses more values than it names. */
 const placeholders = (query: string) => Math.max(...[...query.matchAll(/\?(\d)/g)].map((m) => Number(m[1])));
 
 /**
@@ -104,6 +99,11 @@ const LEARN_MESSAGE_ID = `UPDATE deliveries SET provider_message_id = ?2, update
   WHERE id = ?6 AND provider_message_id IS NULL AND status <> 'queued' AND ${UNSEEN}
     AND NOT EXISTS (SELECT 1 FROM deliveries WHERE provider_message_id = ?2)`;
 
+/**
+ * The one place that builds an event's statements: each effect followed by the outgoing event that
+ * reports it (written only if the effect changed a row: subscriber.bounced, subscriber.unsubscribed,
+ * delivery.bounced, delivery.complained), then the receipt.
+ */
 export const feedbackStatements = (d1: D1Database, event: FeedbackEvent, now: number): D1PreparedStatement[] => {
   const effects = event.emailId === null ? [] : effectsOf(event);
   const learn: Effect[] = effects.length > 0 && event.deliveryId !== null ? [{ sql: LEARN_MESSAGE_ID }] : [];

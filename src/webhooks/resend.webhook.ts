@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import { ApiError } from "../errors/api-error";
+import { idPrefixes } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { readCapped } from "../middleware/request-context";
 import { requestOutbox } from "../events/outbox";
@@ -45,15 +46,12 @@ const stringOrNull = (v: unknown) => (typeof v === "string" && v.length > 0 ? v 
  * as `[{name, value}]` (older payloads: as an object of name → value).
  */
 const deliveryTagOf = (tags: unknown): string | null => {
-  if (Array.isArray(tags)) {
-    const tag = tags.find((t): t is { name: string; value: unknown } => typeof t === "object" && t !== null && t.name === DELIVERY_TAG);
-    return tag && typeof tag.value === "string" && tag.value.startsWith("dlv_") ? tag.value : null;
-  }
-  if (tags !== null && typeof tags === "object") {
-    const value = (tags as Record<string, unknown>)[DELIVERY_TAG];
-    return typeof value === "string" && value.startsWith("dlv_") ? value : null;
-  }
-  return null;
+  const value = Array.isArray(tags)
+    ? (tags.find((t): t is { value?: unknown } => typeof t === "object" && t !== null && t.name === DELIVERY_TAG)?.value)
+    : tags !== null && typeof tags === "object"
+      ? (tags as Record<string, unknown>)[DELIVERY_TAG]
+      : undefined;
+  return typeof value === "string" && value.startsWith(idPrefixes.delivery) ? value : null;
 };
 
 /** The fields this service reads from an event; everything else in it is ignored. */
