@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS, resendIntegration } from "../src/sending/integrations/resend";
-import { intervalMs, LEAD_MS, pauseUntil, reserveSlot, slotStands } from "../src/sending/pacer";
+import { confirmSlot, intervalMs, LEAD_MS, type PacerState, pauseUntil, reserveSlot, slotStands, startWindow } from "../src/sending/pacer";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
@@ -37,6 +37,51 @@ describe("the pacer's slot arithmetic", () => {
     expect(pauseUntil({ next: 20_000 }, 10_000, 7_000)).toEqual({ next: 20_000, pausedUntil: 17_000 });
     expect(reserveSlot(pauseUntil({ next: 0 }, 10_000, 7_000), 10_000, 2, 30_000).reservation.waitMs).toBe(7_000);
   });
+
+  it("slots kept on time are always confirmed, whatever the rate", () => {
+    for (const rps of [0.5, 1, 2, 3, 10]) {
+      let state: PacerState = { next: 0 };
+      for (let i = 0; i < 4 * Math.ceil(rps) + 2; i++) {
+        const reserved = reserveSlot(state, 10_000, rps, 600_000);
+        const { at } = reserved.reservation;
+        const confirmed = confirmSlot(reserved.state, at - LEAD_MS, at, rps);
+        expect(confirmed.granted).toBe(true);
+        state = confirmed.state;
+      }
+    }
+    expect(startWindow(2)).toEqual({ count: 2, ms: 1_010 });
+    expect(startWindow(0.5)).toEqual({ count: 1, ms: 2_010 });
+  });
+
+  it("a sender that comes late to its slot is refused when leaving now would put rps + 1 starts in one second", () => {
+    // Three slots at 2 a second: 10,050 / 10,560 / 11,070. The first sender wakes 600 ms late.
+    let state: PacerState = { next: 0 };
+    const slots: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = reserveSlot(state, 10_000, 2, 30_000);
+      slots.push(r.reservation.at);
+      state = r.state;
+    }
+    const [first = 0, second = 0, third = 0] = slots;
+    const b = confirmSlot(state, second - LEAD_MS, second, 2);
+    expect(b.granted).toBe(true);
+    // Late, the first leaves at 10,650: one second from 10,560 holds two starts, which is allowed...
+    const a = confirmSlot(b.state, first + 600, first, 2);
+    expect(a.granted).toBe(true);
+    expect(a.state.starts).toEqual([second, first + 600]);
+    // ...but then the third, on time at 11,070, would be the third start since 10,560: it is sent back
+    // to reserve again, and the slot after the next one is 1,010 ms clear of the second start.
+    const c = confirmSlot(a.state, third - LEAD_MS, third, 2);
+    expect(c.granted).toBe(false);
+    expect(c.state).toBe(a.state);
+    const again = reserveSlot(a.state, third - LEAD_MS, 2, 30_000).reservation.at;
+    expect(confirmSlot(a.state, again - LEAD_MS, again, 2).granted).toBe(true);
+    // Had the first come later still, past the third's slot, it would be the one refused.
+    const c2 = confirmSlot(b.state, third - LEAD_MS, third, 2);
+    expect(confirmSlot(c2.state, third + 100, first, 2).granted).toBe(false);
+    // Starts more than a window old are forgotten.
+    expect(confirmSlot(a.state, 20_000, 20_000, 2).state.starts).toEqual([20_000]);
+  });
 });
 
 describe("when a batch is asked for again", () => {
@@ -60,7 +105,8 @@ describe("a 429 holds back every sender", () => {
       pause: async (ms: number) => {
         calls.push(`pause ${ms}`);
       },
-      confirm: async () => {
+      confirm: async (_at: number, rps: number) => {
+        expect(rps).toBe(2);
         calls.push("confirm");
         return true;
       },
@@ -93,8 +139,9 @@ describe("a 429 holds back every sender", () => {
     resend.inject({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 2 });
     const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER });
     const email = (n: number) => ({ deliveryId: `dlv_${n}`, to: `r${n}@example.com`, from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} });
-    // The pacer is up (its first answer can take longer than a slot's lead in a test run).
-    await env.RESEND_PACER.get(env.RESEND_PACER.idFromName("resend")).confirm(0);
+    // The pacer is up (its first answer can take longer than a slot's lead in a test run); a slot
+    // beyond the wait allowed reserves nothing.
+    await env.RESEND_PACER.get(env.RESEND_PACER.idFromName("resend")).reserve(2, 0);
     // Both reserve their slots at once, about 510 ms apart; the first meets the 429.
     const [a, b] = await Promise.all([integration.sendBatch([email(1)], "pause-a"), integration.sendBatch([email(2)], "pause-b")]);
     expect([a, b].flat().map((o) => o.kind)).toEqual(["sent", "sent"]);

@@ -6,13 +6,17 @@ import { DurableObject } from "cloudflare:workers";
 // and waits until then. Slots are spaced just over 1000 / rps ms apart, so no second holds more than `rps`
 // request starts; a 429 pauses every caller until its Retry-After has passed, those holding a slot
 // inside the pause included: a caller confirms its slot just before it comes, and reserves again if
-// a pause has covered it since.
+// a pause has covered it since. Confirming records the moment the request leaves (the slot, or now
+// when the caller comes late), and a confirmation that would put more than `rps` starts in one
+// sliding second is refused too: a caller that woke late cannot crowd the callers that kept time.
 
 export type PacerState = {
   /** Earliest time (epoch ms) the next slot may start. */
   next: number;
   /** No request may start before this (epoch ms): the end of the latest 429's Retry-After. */
   pausedUntil?: number;
+  /** When the requests confirmed within the last window leave (epoch ms), in no particular order. */
+  starts?: number[];
 };
 
 export type Reservation = {
@@ -63,6 +67,32 @@ export const pauseUntil = (state: PacerState, now: number, retryAfterMs: number)
 /** Whether a slot handed out earlier may still be used: no pause has covered it since. */
 export const slotStands = (state: PacerState, at: number): boolean => at >= (state.pausedUntil ?? 0);
 
+/**
+ * The limit as a window: at most `count` request starts in any `ms` (1000 ms, plus the same 10 ms
+ * guard as the slots; for a rate under 1 a second, one start in 1000 / rps ms).
+ */
+export const startWindow = (rps: number): { count: number; ms: number } => {
+  const count = Math.max(1, Math.floor(rps));
+  return { count, ms: Math.ceil((1000 * count) / rps) + 10 };
+};
+
+/**
+ * Confirming the slot at `at`, just before it (or after it, from a caller that woke late): granted
+ * when no pause has covered it and the request, leaving at the later of `at` and `now`, keeps every
+ * window at `count` starts or fewer; then its start is recorded. Starts older than a window are
+ * dropped, as they can share none with a request yet to come.
+ */
+export const confirmSlot = (state: PacerState, now: number, at: number, rps: number): { state: PacerState; granted: boolean } => {
+  if (!slotStands(state, at)) return { state, granted: false };
+  const window = startWindow(rps);
+  const start = Math.max(at, now);
+  const starts = [...(state.starts ?? []).filter((s) => s > now - window.ms), start].sort((a, b) => a - b);
+  for (let i = 0; i + window.count < starts.length; i++) {
+    if ((starts[i + window.count] as number) - (starts[i] as number) < window.ms) return { state, granted: false };
+  }
+  return { state: { ...state, starts }, granted: true };
+};
+
 /** The rate from RESEND_MAX_RPS: a positive number, else the contract's default of 2. */
 export const maxRps = (env: Pick<Env, "RESEND_MAX_RPS">): number => {
   const rps = Number(env.RESEND_MAX_RPS);
@@ -94,8 +124,10 @@ export class ResendPacer extends DurableObject<Env> {
     this.save(pauseUntil(this.state, Date.now(), retryAfterMs));
   }
 
-  confirm(at: number): boolean {
-    return slotStands(this.state, at);
+  confirm(at: number, rps: number): boolean {
+    const { state, granted } = confirmSlot(this.state, Date.now(), at, rps);
+    this.save(state);
+    return granted;
   }
 
   private save(state: PacerState) {
@@ -110,8 +142,12 @@ export class ResendPacer extends DurableObject<Env> {
 export type Pacer = {
   reserve(rps: number, maxWaitMs: number): Promise<Reservation>;
   pause(retryAfterMs: number): Promise<void>;
-  /** Just before the slot at `at`: false when a 429's pause has covered it since it was reserved. */
-  confirm(at: number): Promise<boolean>;
+  /**
+   * Just before the slot at `at`: false when a 429's pause has covered it since it was reserved, or
+   * when leaving now (the caller is late) would put more than the rate in one second; true records
+   * the request's start.
+   */
+  confirm(at: number, rps: number): Promise<boolean>;
 };
 
 /** The pacer's stub, made on first use: resolving the integration (for /health, say) touches no binding. */
@@ -121,6 +157,6 @@ export const pacerFor = (env: Pick<Env, "RESEND_PACER">): Pacer => {
   return {
     reserve: (rps, maxWaitMs) => pacer().reserve(rps, maxWaitMs),
     pause: (retryAfterMs) => pacer().pause(retryAfterMs),
-    confirm: (at) => pacer().confirm(at),
+    confirm: (at, rps) => pacer().confirm(at, rps),
   };
 };

@@ -90,7 +90,8 @@ type Config = { apiKey: string; baseUrl: string; rps: number; pacer: Pacer };
 /**
  * Waits for the next request slot; deferred when the slot is further away than MAX_SLOT_WAIT_MS.
  * Just before the slot (LEAD_MS, the pacer's own margin for its answer's trip) it is confirmed: a
- * 429 met by another sender meanwhile may have paused the account past it, and then a later slot is
+ * 429 met by another sender meanwhile may have paused the account past it, or this caller may have
+ * come so late that leaving now would crowd the senders that kept their slots; then a later slot is
  * reserved instead.
  */
 const awaitSlot = async (config: Config): Promise<Deferred | undefined> => {
@@ -101,7 +102,7 @@ const awaitSlot = async (config: Config): Promise<Deferred | undefined> => {
     }
     const untilConfirm = slot.at - LEAD_MS - Date.now();
     if (untilConfirm > 0) await sleep(untilConfirm);
-    if (!(await config.pacer.confirm(slot.at))) continue;
+    if (!(await config.pacer.confirm(slot.at, config.rps))) continue;
     const wait = slot.at - Date.now();
     if (wait > 0) await sleep(wait);
     return;
