@@ -83,11 +83,20 @@ describe("campaign content over the API", () => {
     const segment = await createSegment(t, { tags_any: ["vip"] });
     const withSegment = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { segment_id: segment.id, preheader: "Pre" } });
     expect(withSegment.body.data).toMatchObject({ segment_id: segment.id, preheader: "Pre", html: HTML });
+    // Every value given already there: nothing written, updated_at unmoved.
+    await new Promise((r) => setTimeout(r, 5));
+    for (const body of [{ preheader: "Pre" }, { segment_id: segment.id, html: HTML, text: null, scheduled_at: null }]) {
+      const same = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body });
+      expect(same.status, same.text).toBe(200);
+      expect(same.body.data).toEqual(withSegment.body.data);
+    }
 
     const op = await sendCampaign(t, c.id);
     await waitForOperation(t, op.id);
     const late = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { subject: "Too late" } });
     expectError(late, 409, "campaign_not_editable");
+    // Sent, even an edit that would change nothing is refused: the campaign is not editable.
+    expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { preheader: "Pre" } }), 409, "campaign_not_editable");
     expect((await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data.subject).toBe("New {{ subscriber.email }}");
   });
 
@@ -103,6 +112,12 @@ describe("campaign content over the API", () => {
     expect(res.body.data).toMatchObject({ status: "scheduled", subject: "Rescheduled", scheduled_at: later });
     const row = await env.DB.prepare("SELECT status, start_at FROM operations WHERE id = ?").bind(op.id).first<{ status: string; start_at: number }>();
     expect(row).toEqual({ status: "queued", start_at: Date.parse(later) });
+    // The same time again: nothing written, neither the campaign nor its queued send.
+    const op2 = await env.DB.prepare("SELECT updated_at FROM operations WHERE id = ?").bind(op.id).first<{ updated_at: number }>();
+    await new Promise((r) => setTimeout(r, 5));
+    const same = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { scheduled_at: later } });
+    expect(same.body.data).toEqual(res.body.data);
+    expect(await env.DB.prepare("SELECT updated_at FROM operations WHERE id = ?").bind(op.id).first()).toEqual(op2);
   });
 
   it("gives newsletters an address, and edits them", async () => {

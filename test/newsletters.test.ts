@@ -74,6 +74,22 @@ describe("newsletters", () => {
     expectError(await t.call("PATCH", `${t.ws}/newsletters/${n.body.data.id}`, { body: { from_name: "A\r\nB" } }), 400, "validation_failed", "from_name");
   });
 
+  it("a PATCH whose every value is already there writes nothing: the newsletter as it is, updated_at unmoved", async () => {
+    const t = await tenant();
+    const n = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "a@example.com", address: "1 Main St" } });
+    const path = `${t.ws}/newsletters/${n.body.data.id}`;
+    await new Promise((r) => setTimeout(r, 5));
+    for (const body of [{ name: "N" }, { from_name: null, reply_to: null }, { address: "1 Main St", from_email: "a@example.com" }]) {
+      const same = await t.call("PATCH", path, { body });
+      expect(same.status, same.text).toBe(200);
+      expect(same.body.data).toEqual(n.body.data);
+    }
+    const renamed = await t.call("PATCH", path, { body: { name: "M", address: "1 Main St" } });
+    expect(renamed.body.data.name).toBe("M");
+    expect(renamed.body.data.updated_at).not.toBe(n.body.data.updated_at);
+    expectError(await t.call("PATCH", `${t.ws}/newsletters/nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T`, { body: { name: "N" } }), 404, "not_found");
+  });
+
   it("stores a blank from_name or reply_to as null and types both as nullable", async () => {
     const t = await tenant();
     const res = await t.call("POST", `${t.ws}/newsletters`, {

@@ -47,6 +47,11 @@ describe("webhook endpoints", () => {
     const patched = await t.call("PATCH", `${t.ws}/webhook_endpoints/${endpoint.id}`, { body: { enabled: false, events: ["*"] } });
     expect(patched.status, patched.text).toBe(200);
     expect(patched.body.data).toMatchObject({ enabled: false, events: ["*"], description: "CRM sync" });
+    // Every value given already there: nothing written, updated_at unmoved.
+    await new Promise((r) => setTimeout(r, 5));
+    const same = await t.call("PATCH", `${t.ws}/webhook_endpoints/${endpoint.id}`, { body: { enabled: false, events: ["*"], url: patched.body.data.url } });
+    expect(same.status, same.text).toBe(200);
+    expect(same.body.data).toEqual(patched.body.data);
 
     // No parameters: anything in the body is refused, and nothing is rotated or sent.
     expectError(await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/rotate_secret`, { body: { a: 1 } }), 400, "validation_failed", "a");

@@ -100,7 +100,8 @@ export const campaignsRouter = createRouter()
         { param: "scheduled_at" },
       );
     }
-    throw new Error(`campaign ${campaign_id} was not updated, yet it is editable`);
+    // Editable, and every value given is already there: nothing written, the campaign as it is.
+    return c.json(envelope(serializeCampaign(campaign)), 200);
   })
   .openapi(previewCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

@@ -1,6 +1,7 @@
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
+import { differs } from "../db/differs";
 import { insertWhere } from "../db/insert-where";
 import { campaigns, campaignStatuses, newsletters, operations, segments } from "../db/schema";
 
@@ -81,7 +82,8 @@ export const updateCampaignStatements = (db: Db, workspaceId: string, id: string
     changes.scheduledAt === null ? eq(campaigns.status, "draft") : inArray(campaigns.status, editableStatuses),
     segmentExists(workspaceId, changes.segmentId),
   );
-  const update = db.update(campaigns).set({ ...changes, updatedAt: now }).where(editable).returning();
+  // Every value given already there: nothing written (the handler answers the campaign as it is).
+  const update = db.update(campaigns).set({ ...changes, updatedAt: now }).where(and(editable, differs(campaigns, changes))).returning();
   if (changes.scheduledAt === undefined || changes.scheduledAt === null) return [update];
   const queued = and(eq(operations.campaignId, id), eq(operations.status, "queued"));
   const before = db.select({ id: operations.id, startAt: operations.startAt }).from(operations).where(queued);
@@ -91,6 +93,7 @@ export const updateCampaignStatements = (db: Db, workspaceId: string, id: string
     .where(
       and(
         queued,
+        sql`${operations.startAt} IS NOT ${changes.scheduledAt}`,
         sql`EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ${id} AND c.workspace_id = ${workspaceId} AND c.status = 'scheduled')`,
         segmentExists(workspaceId, changes.segmentId),
       ),

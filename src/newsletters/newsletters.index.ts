@@ -42,8 +42,11 @@ export const newslettersRouter = createRouter()
       resource: "newsletter",
       id: newsletter_id,
     });
-    if (!row) throw notFound("newsletter", newsletter_id);
-    return c.json(envelope(serializeNewsletter(row)), 200);
+    if (row) return c.json(envelope(serializeNewsletter(row)), 200);
+    // Nothing written: no such newsletter, or every value given is already there.
+    const current = await findNewsletter(c.var.db, workspace_id, newsletter_id);
+    if (!current) throw notFound("newsletter", newsletter_id);
+    return c.json(envelope(serializeNewsletter(current)), 200);
   })
   .openapi(getNewsletter, async (c) => {
     const { workspace_id, newsletter_id } = c.req.valid("param");

@@ -1,5 +1,6 @@
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { differs } from "../db/differs";
 import { newsletters } from "../db/schema";
 
 export type NewsletterRow = typeof newsletters.$inferSelect;
@@ -24,9 +25,10 @@ export const listNewslettersPage = (db: Db, workspaceId: string, after: string |
 
 export type NewsletterChanges = Partial<Pick<NewsletterRow, "name" | "fromName" | "fromEmail" | "replyTo" | "address">>;
 
+/** No row back: no such newsletter, or every value given is already there (nothing written). */
 export const updateNewsletter = (db: Db, workspaceId: string, id: string, changes: NewsletterChanges, now: number) =>
   db
     .update(newsletters)
     .set({ ...changes, updatedAt: now })
-    .where(and(eq(newsletters.workspaceId, workspaceId), eq(newsletters.id, id)))
+    .where(and(eq(newsletters.workspaceId, workspaceId), eq(newsletters.id, id), differs(newsletters, changes)))
     .returning();

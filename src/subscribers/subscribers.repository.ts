@@ -1,5 +1,6 @@
-import { and, desc, eq, getTableColumns, lt, notExists, or, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, lt, notExists, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { differs } from "../db/differs";
 import { subscribers, subscriberTags } from "../db/schema";
 
 export type SubscriberRow = typeof subscribers.$inferSelect;
@@ -47,14 +48,7 @@ export const statusSetByApi = (status: SubscriberRow["status"]) =>
  */
 export const updateSubscriber = (db: Db, workspaceId: string, id: string, changes: SubscriberChanges) => {
   const alias = sql`other`;
-  const given = (["email", "name", "tags", "location", "source", "status"] as const).filter((field) => changes[field] !== undefined);
-  const differs = or(
-    ...given.map((field) => {
-      const value = changes[field];
-      // tags are stored as their JSON text (the column's json mode), and compared as such.
-      return sql`${subscribers[field]} IS NOT ${field === "tags" ? JSON.stringify(value) : value}`;
-    }),
-  );
+  const { updatedAt: _, emailKey: __, ...given } = changes;
   return db
     .update(subscribers)
     .set(changes.status === undefined ? changes : { ...changes, statusSource: statusSetByApi(changes.status) })
@@ -62,7 +56,7 @@ export const updateSubscriber = (db: Db, workspaceId: string, id: string, change
       and(
         eq(subscribers.workspaceId, workspaceId),
         eq(subscribers.id, id),
-        differs,
+        differs(subscribers, given),
         changes.emailKey === undefined
           ? undefined
           : notExists(

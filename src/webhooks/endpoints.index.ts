@@ -106,8 +106,11 @@ export const webhookEndpointsRouter = createRouter()
       resource: "webhook_endpoint",
       id: endpoint_id,
     });
-    if (!row) throw missing(endpoint_id);
-    return c.json(envelope(serializeEndpoint(row)), 200);
+    if (row) return c.json(envelope(serializeEndpoint(row)), 200);
+    // Nothing written: no such endpoint, or every value given is already there.
+    const current = await findEndpoint(c.var.db, workspace_id, endpoint_id);
+    if (!current) throw missing(endpoint_id);
+    return c.json(envelope(serializeEndpoint(current)), 200);
   })
   .openapi(deleteEndpoint, async (c) => {
     const { workspace_id, endpoint_id } = c.req.valid("param");

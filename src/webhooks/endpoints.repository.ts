@@ -1,5 +1,6 @@
 import { and, count, desc, eq, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { differs } from "../db/differs";
 import { insertWhere } from "../db/insert-where";
 import { webhookAttempts, webhookEndpoints } from "../db/schema";
 import { eventStatement } from "../events/event-statement";
@@ -50,9 +51,13 @@ export const listEndpointsPage = (db: Db, workspaceId: string, after: string | u
 
 export type EndpointChanges = Partial<Pick<EndpointRow, "url" | "events" | "description" | "enabled" | "secret">> & { updatedAt: number };
 
-/** No row back: no such (undeleted) endpoint in the workspace. */
-export const updateEndpoint = (db: Db, workspaceId: string, id: string, changes: EndpointChanges) =>
-  db.update(webhookEndpoints).set(changes).where(live(workspaceId, id)).returning();
+/** No row back: no such (undeleted) endpoint in the workspace, or every value given is already there. */
+export const updateEndpoint = (db: Db, workspaceId: string, id: string, { updatedAt, ...changes }: EndpointChanges) =>
+  db
+    .update(webhookEndpoints)
+    .set({ ...changes, updatedAt })
+    .where(and(live(workspaceId, id), differs(webhookEndpoints, changes)))
+    .returning();
 
 /**
  * Soft delete: the row stays (its attempts refer to it) but is disabled, its secret wiped and it is
