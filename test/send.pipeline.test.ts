@@ -301,6 +301,23 @@ describe("crashes and redelivery", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 250, delivered: 250, failed: 0 } });
   });
 
+  it("deliveries queued before chunks were recorded (no chunk_end) are read by range: each sent once, none lost", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 250);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t, {});
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out: 250 deliveries queued
+    // As a database migrated in the middle of this send would hold them.
+    await env.DB.prepare("UPDATE deliveries SET chunk_end = NULL WHERE campaign_id = ?").bind(campaign.id).run();
+    await h.drain();
+    expect(resend.received).toHaveLength(250);
+    expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
+    expect(resend.calls.every((call) => call.messages.length <= 100)).toBe(true);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 250, delivered: 250, failed: 0 } });
+  });
+
   it("an answer lost on the way back costs one more request, not a timeout: a second ask under the key answers, the first is abandoned", async () => {
     const { h, resend, campaign, op } = await resendSend({ recipients: 5, faults: [{ kind: "hang" }] });
     await h.drain();
