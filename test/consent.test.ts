@@ -124,6 +124,14 @@ describe("POST /u/{token}", () => {
     expect((await page("POST", `/u/${b.token}`, { raw: form })).status).toBe(200);
     expect((await subscriberOf(t, b.subscriberId)).status).toBe("unsubscribed");
 
+    // Multipart as browsers and HTTP libraries encode it: the boundary has upper-case letters (and
+    // the media type may too), and the boundary is case-sensitive.
+    const upper = await recipient(t, { email: "upper@example.com" });
+    const multipart = "--XyZ\r\nContent-Disposition: form-data; name=\"List-Unsubscribe\"\r\n\r\nOne-Click\r\n--XyZ--\r\n";
+    const res = await page("POST", `/u/${upper.token}`, { raw: multipart, headers: { "content-type": "Multipart/Form-Data; boundary=XyZ" } });
+    expect(res.status, res.text).toBe(200);
+    expect((await subscriberOf(t, upper.subscriberId)).status).toBe("unsubscribed");
+
     // The RFC 8058 body followed by a line break, as some clients send it.
     const crlf = await recipient(t, { email: "crlf@example.com" });
     expect((await page("POST", `/u/${crlf.token}`, { raw: "List-Unsubscribe=One-Click\r\n", headers: ONE_CLICK })).status).toBe(200);
@@ -228,6 +236,35 @@ describe("POST /u/{token}/resubscribe", () => {
     expect(shown.text).toContain("You’re unsubscribed");
     expect(shown.text).not.toContain("/resubscribe");
     expect((await page("POST", `/u/${viaApi.token}/resubscribe`)).status).toBe(409);
+  });
+
+  it("only the link they last left through brings them back: an older link cannot undo a newer unsubscribe", async () => {
+    const t = await tenant();
+    const x = await recipient(t);
+    const newsletter = await createNewsletter(t);
+    const second = await createCampaign(t, { newsletter_id: newsletter.id });
+    await waitForOperation(t, (await sendCampaign(t, second.id)).id);
+    const y = await unsubscribeToken(signerFor(env), { subscriberId: x.subscriberId, campaignId: second.id });
+    // Left through X, came back through X, left through Y: X's page no longer offers a way back.
+    await oneClick(x.token);
+    expect((await page("POST", `/u/${x.token}/resubscribe`)).status).toBe(200);
+    await oneClick(y);
+    const shown = await page("GET", `/u/${x.token}`);
+    expect(shown.text).not.toContain("/resubscribe");
+    expect((await page("POST", `/u/${x.token}/resubscribe`)).status).toBe(409);
+    expect((await subscriberOf(t, x.subscriberId)).status).toBe("unsubscribed");
+    // Y's does; and after coming back through Y and leaving through X again, X's does and Y's not.
+    expect((await page("GET", `/u/${y}`)).text).toContain(`action="/u/${y}/resubscribe"`);
+    expect((await page("POST", `/u/${y}/resubscribe`)).status).toBe(200);
+    await oneClick(x.token);
+    expect((await page("POST", `/u/${y}/resubscribe`)).status).toBe(409);
+    expect((await page("POST", `/u/${x.token}/resubscribe`)).status).toBe(200);
+    // Brought back by the API, then out through Y: the same.
+    await oneClick(x.token);
+    expect((await t.call("PATCH", `${t.ws}/subscribers/${x.subscriberId}`, { body: { status: "active" } })).status).toBe(200);
+    await oneClick(y);
+    expect((await page("POST", `/u/${x.token}/resubscribe`)).status).toBe(409);
+    expect((await subscriberOf(t, x.subscriberId)).status).toBe("unsubscribed");
   });
 });
 

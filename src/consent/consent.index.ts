@@ -98,11 +98,14 @@ const checkForm = async (c: Context<AppEnv>): Promise<FormCheck> => {
     return { ok: false, page: respond(problemPage(400, "Request incomplete", "The request ended early. Please try again.")) };
   }
   if (bytes.byteLength === 0) return { ok: true };
-  const type = (c.req.header("content-type") ?? "").toLowerCase();
+  // The media type is compared without case; the header goes to the parser as sent (a multipart
+  // boundary is case-sensitive).
+  const header = c.req.header("content-type") ?? "";
+  const type = header.toLowerCase();
   let form: URLSearchParams | FormData;
   try {
     if (type.startsWith("application/x-www-form-urlencoded")) form = new URLSearchParams(new TextDecoder().decode(bytes));
-    else if (type.startsWith("multipart/form-data")) form = await new Response(bytes, { headers: { "content-type": type } }).formData();
+    else if (type.startsWith("multipart/form-data")) form = await new Response(bytes, { headers: { "content-type": header } }).formData();
     else return { ok: false, page: respond(problemPage(415, "Unsupported request", "Use the button on this page.")) };
   } catch {
     return { ok: false, page: respond(problemPage(400, "Unreadable request", "Use the button on this page.")) };

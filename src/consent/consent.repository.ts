@@ -19,27 +19,32 @@ type StateRow = {
   email: string;
   status: ConsentState["status"];
   status_source: string | null;
+  status_campaign_id: string | null;
   newsletter_name: string;
   unsubscribed_at: number | null;
   has_delivery: number;
+  campaign_id: string;
 };
 
 // The subscriber and the campaign must be of one workspace; the delivery may be absent (a link
 // rendered in a preview or test send names no delivery).
 const STATE_SQL = `
-  SELECT s.email, s.status, s.status_source, n.name AS newsletter_name, d.unsubscribed_at, d.id IS NOT NULL AS has_delivery
+  SELECT s.email, s.status, s.status_source, s.status_campaign_id, n.name AS newsletter_name, c.id AS campaign_id, d.unsubscribed_at, d.id IS NOT NULL AS has_delivery
     FROM subscribers s
     JOIN campaigns c ON c.id = ?2 AND c.workspace_id = s.workspace_id
     JOIN newsletters n ON n.id = c.newsletter_id
     LEFT JOIN deliveries d ON d.campaign_id = c.id AND d.subscriber_id = s.id
    WHERE s.id = ?1`;
 
+/** Whether the subscriber's status was set by this link's campaign (the page's ?2), not by another's. */
+const leftThrough = (row: StateRow) => row.status_source === "link" && row.status_campaign_id === row.campaign_id;
+
 const toState = (row: StateRow | undefined | null): ConsentState | undefined =>
   row
     ? {
         email: row.email,
         status: row.status,
-        canResubscribe: row.status === "unsubscribed" && row.status_source === "link" && row.unsubscribed_at !== null,
+        canResubscribe: row.status === "unsubscribed" && leftThrough(row) && row.unsubscribed_at !== null,
         fromDelivery: row.has_delivery === 1,
         newsletterName: row.newsletter_name,
       }
@@ -73,7 +78,7 @@ export const unsubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
       .bind(target.subscriberId, target.campaignId, now),
     d1
       .prepare(
-        `UPDATE subscribers SET status = 'unsubscribed', status_source = 'link', updated_at = ?3
+        `UPDATE subscribers SET status = 'unsubscribed', status_source = 'link', status_campaign_id = ?2, updated_at = ?3
           WHERE id = ?1 AND status IN ('active', 'pending') AND ${sameWorkspace}`,
       )
       .bind(target.subscriberId, target.campaignId, now),
@@ -84,13 +89,16 @@ export const unsubscribeThroughLink = async (d1: D1Database, target: Unsubscribe
   return toState(results.at(-1)?.results[0]);
 };
 
-/** Back to `active`, only for a subscriber who left through this very link (never a bounce or complaint). */
+/**
+ * Back to `active`, only for a subscriber whose status this very link set (never a bounce or a
+ * complaint, nor an older link once they left through a newer one).
+ */
 export const resubscribeThroughLink = async (d1: D1Database, target: UnsubscribeTarget, now: number) => {
   const results = await d1.batch<StateRow>([
     d1
       .prepare(
-        `UPDATE subscribers SET status = 'active', status_source = NULL, updated_at = ?3
-          WHERE id = ?1 AND status = 'unsubscribed' AND status_source = 'link' AND ${sameWorkspace}
+        `UPDATE subscribers SET status = 'active', status_source = NULL, status_campaign_id = NULL, updated_at = ?3
+          WHERE id = ?1 AND status = 'unsubscribed' AND status_source = 'link' AND status_campaign_id = ?2 AND ${sameWorkspace}
             AND EXISTS (SELECT 1 FROM deliveries d WHERE d.campaign_id = ?2 AND d.subscriber_id = ?1 AND d.unsubscribed_at IS NOT NULL)`,
       )
       .bind(target.subscriberId, target.campaignId, now),

@@ -56,6 +56,11 @@ export const subscribers = sqliteTable(
      * through one.
      */
     statusSource: text({ enum: ["link", "api", "complaint", "bounce"] }),
+    /**
+     * With `statusSource` 'link': the campaign whose unsubscribe link set the status, the only link
+     * that may bring the subscriber back (POST /u/{token}/resubscribe).
+     */
+    statusCampaignId: text(),
     /** Tags in the subscriber's own order; `subscriber_tags` indexes them for the `tag` filter. */
     tags: text({ mode: "json" }).$type<string[]>().notNull(),
     location: text(),
