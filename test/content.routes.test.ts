@@ -214,7 +214,7 @@ describe("test send", () => {
   it("delivers through the sandbox with test credentials, and records no delivery", async () => {
     const t = await tenant();
     const c = await campaignWith(t, { html: HTML });
-    const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, { body: { emails: ["a@example.com", "b@example.com"], integration_slug: "resend" } });
+    const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, { body: { emails: ["a@example.com", "b@example.com"] } });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.object).toBe("test_send");
     expect(res.body.data.results).toEqual([
@@ -223,6 +223,9 @@ describe("test send", () => {
     ]);
     expect((await t.call("GET", `${t.ws}/campaigns/${c.id}/deliveries`)).body.data).toEqual([]);
     expect((await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data.status).toBe("draft");
+    // This deployment has no RESEND_API_KEY: naming resend is a 400 under a test credential too.
+    const named = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, { body: { emails: ["a@example.com"], integration_slug: "resend" } });
+    expectError(named, 400, "unknown_integration", "integration_slug");
   });
 
   it("sends through Resend with a live credential: [Test] subject, html, text and the unsubscribe headers", async () => {

@@ -34,6 +34,7 @@ const agree = async <T>(
   decode: (input: T) => unknown,
   send: (input: T) => Promise<ApiResponse>,
   rejectionCodes: string[] = ["validation_failed"],
+  refusedByDeployment: (input: T, res: ApiResponse) => boolean = () => false,
 ) => {
   const valid = accepts(schema);
   const seen = { accepted: 0, rejected: 0 };
@@ -41,6 +42,10 @@ const agree = async <T>(
     fc.asyncProperty(arbitrary, async (input) => {
       const documentAccepts = valid(decode(input));
       const res = await send(input);
+      if (documentAccepts && refusedByDeployment(input, res)) {
+        seen.accepted++;
+        return;
+      }
       const serviceRejects = res.status === 400 && rejectionCodes.includes(res.body?.error?.code);
       seen[documentAccepts ? "accepted" : "rejected"]++;
       if (documentAccepts === serviceRejects) {
@@ -61,11 +66,21 @@ const bodyCheck = async (
   method: string,
   send: (body: unknown) => Promise<ApiResponse>,
   rejectionCodes?: string[],
+  refusedByDeployment?: (body: unknown, res: ApiResponse) => boolean,
 ) => {
   const schema = resolve(doc, operation(path, method).requestBody?.content["application/json"]?.schema as Schema);
   const drawn = valueArbitrary(schema);
-  await agree(schema, fc.oneof(drawn, drawn.chain(mutated)), (body) => body, send, rejectionCodes);
+  await agree(schema, fc.oneof(drawn, drawn.chain(mutated)), (body) => body, send, rejectionCodes, refusedByDeployment);
 };
+
+/**
+ * The test worker has no RESEND_API_KEY: a body naming `resend`, which the document lists, is refused
+ * by this deployment's configuration (400 unknown_integration, "not configured"), not by the document.
+ */
+const resendUnconfigured = (body: unknown, res: ApiResponse) =>
+  (body as { integration_slug?: unknown } | null)?.integration_slug === "resend" &&
+  res.body?.error?.code === "unknown_integration" &&
+  /not configured/.test(res.body.error.message);
 
 describe("request bodies: the service accepts exactly what /openapi.json accepts", () => {
   it("POST /admin/workspaces", async () => {
@@ -130,6 +145,7 @@ describe("request bodies: the service accepts exactly what /openapi.json accepts
       "post",
       (body) => t.call("POST", `${url}/test`, { body }),
       ["validation_failed", "unknown_integration"],
+      resendUnconfigured,
     );
   });
 
@@ -159,6 +175,7 @@ describe("request bodies: the service accepts exactly what /openapi.json accepts
       "post",
       async (body) => t.call("POST", `${t.ws}/campaigns/${await draft()}/send`, { body }),
       ["validation_failed", "unknown_integration"],
+      resendUnconfigured,
     );
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { call, createCredential, expectError, seedSubscribers, tenant } from "./helpers";
 import { allDeliveries, createCampaign, createSegment, sendCampaign, waitForOperation } from "./send.fixtures";
+import { harness, operationOf, send } from "./send.harness";
 
 describe("send, end to end through the queue", () => {
   it("reaches every active subscriber exactly once and never an unsubscribed one", async () => {
@@ -122,14 +123,14 @@ describe("send over HTTP", () => {
     expect((await waitForOperation(t, res.body.data.id)).progress.total).toBe(0);
   });
 
-  it("test credentials deliver through the sandbox whatever known slug they name; the operation keeps the slug", async () => {
-    const t = await tenant("Test", "test");
-    await seedSubscribers(t.workspace.id, 3);
-    const campaign = await createCampaign(t);
-    const queued = await sendCampaign(t, campaign.id, { integration_slug: "resend" });
-    const op = await waitForOperation(t, queued.id);
-    expect(op).toMatchObject({ status: "succeeded", integration_slug: "resend" });
-    for (const d of await allDeliveries(t, campaign.id)) expect(d.provider_message_id).toBe(`sandbox_${d.id}`);
+  it("test credentials deliver through the sandbox whatever configured slug they name; the operation keeps the slug", async () => {
+    const h = await harness("test"); // a deployment with Resend configured
+    await seedSubscribers(h.t.workspace.id, 3);
+    const campaign = await createCampaign(h.t);
+    const queued = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+    expect(await operationOf(h.t, queued.id)).toMatchObject({ status: "succeeded", integration_slug: "resend" });
+    for (const d of await allDeliveries(h.t, campaign.id)) expect(d.provider_message_id).toBe(`sandbox_${d.id}`);
   });
 
   it("rejects unknown integrations in both modes, and resend when it is not configured", async () => {
@@ -140,12 +141,17 @@ describe("send over HTTP", () => {
       expectError(res, 400, "unknown_integration", "integration_slug");
       expect((await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("draft");
     }
-    // This deployment (the test worker) has no RESEND_API_KEY.
+    // This deployment (the test worker) has no RESEND_API_KEY: naming resend is refused in both modes
+    // (a test credential would not have mailed, but the same request under a live one is a 400).
+    for (const mode of ["test", "live"] as const) {
+      const t = await tenant(mode, mode);
+      const campaign = await createCampaign(t);
+      const res = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`, { body: { integration_slug: "resend" } });
+      expectError(res, 400, "unknown_integration", "integration_slug");
+      expect(res.body.error.message).toMatch(/not configured/);
+    }
     const live = await tenant("Live", "live");
     const campaign = await createCampaign(live);
-    const res = await live.call("POST", `${live.ws}/campaigns/${campaign.id}/send`, { body: { integration_slug: "resend" } });
-    expectError(res, 400, "unknown_integration", "integration_slug");
-    expect(res.body.error.message).toMatch(/not configured/);
     const sandbox = await sendCampaign(live, campaign.id, { integration_slug: "sandbox" });
     expect((await waitForOperation(live, sandbox.id)).status).toBe("succeeded");
   });

@@ -21,7 +21,8 @@ export type SendRequest = {
  * The integration that delivers for a request naming `requested`. Test credentials never deliver real
  * mail, whatever they ask for (omitted: `sandbox`). A live request that names none gets `resend` when
  * it is configured; with no real integration configured it is refused rather than quietly sent to the
- * sandbox. An unknown or unconfigured name is a 400.
+ * sandbox. An unknown or unconfigured name is a 400 in both modes: a request a live credential would
+ * have refused is refused under a test one too (the mode changes delivery only).
  */
 export const chooseIntegration = (requested: string | undefined, mode: CredentialMode, env: Env) => {
   const slug = requested ?? (mode === "live" ? "resend" : "sandbox");
@@ -30,20 +31,20 @@ export const chooseIntegration = (requested: string | undefined, mode: Credentia
       param: "integration_slug",
     });
   }
+  if (requested !== undefined && !resolveIntegration(slug, env)) {
+    throw new ApiError("unknown_integration", `The ${slug} integration is not configured in this deployment`, {
+      param: "integration_slug",
+    });
+  }
   const deliveryIntegration = mode === "test" ? "sandbox" : slug;
   const integration = resolveIntegration(deliveryIntegration, env);
-  if (!integration && requested === undefined) {
-    // Only a live request naming none gets here (a test one always has the sandbox).
+  if (!integration) {
+    // Only a live request naming none gets here (a named one was checked, a test one has the sandbox).
     throw new ApiError(
       "integration_not_configured",
       "No real integration is configured in this deployment (set RESEND_API_KEY); name integration_slug sandbox to run a live send without mailing",
       { param: "integration_slug" },
     );
-  }
-  if (!integration) {
-    throw new ApiError("unknown_integration", `The ${slug} integration is not configured in this deployment`, {
-      param: "integration_slug",
-    });
   }
   return { slug, deliveryIntegration, integration };
 };
