@@ -502,6 +502,28 @@ describe("crashes and redelivery", () => {
   });
 });
 
+describe("a message that cannot be rendered for its subscriber", () => {
+  for (const integration of ["resend", "sandbox"] as const) {
+    it(`fails that delivery alone with render_failed and 0 attempts, never reaching the integration (${integration})`, async () => {
+      const h = await harness("live");
+      const resend = mockResend();
+      await seedSubscribers(h.t.workspace.id, 3);
+      // A name that takes the subject past 998 characters; the sample subscriber's does not.
+      const long = await h.t.call("POST", `${h.t.ws}/subscribers`, { body: { email: "long@example.com", name: "L".repeat(200) } });
+      expect(long.status, long.text).toBe(201);
+      const campaign = await createCampaign(h.t, { subject: "{{ subscriber.name }}".repeat(5) });
+      const op = await send(h.t, campaign.id, { integration_slug: integration });
+      await h.drain();
+      const deliveries = await allDeliveries(h.t, campaign.id);
+      const failed = deliveries.find((d) => d.subscriber_id === long.body.data.id);
+      expect(failed).toMatchObject({ status: "failed", attempts: 0, provider_message_id: null, error: { code: "render_failed" } });
+      expect(deliveries.filter((d) => d.status === "sent")).toHaveLength(3);
+      if (integration === "resend") expect(resend.received.map((r) => r.to[0])).not.toContain("long@example.com");
+      expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 4, delivered: 3, failed: 1 } });
+    });
+  }
+});
+
 describe("consent at delivery time", () => {
   it("never mails a subscriber who unsubscribed after the fan-out picked them", async () => {
     const { h, ids, resend, campaign, op } = await resendSend({ recipients: 5 });

@@ -71,11 +71,11 @@ export const testSend = async (
   const composer = await composerOf(c, workspaceId, campaignId);
   // One message (the sample subscriber's), addressed to each.
   const email = await compose(composer, SAMPLE, "test");
-  const emails = request.emails.map((to) => ({ ...email, deliveryId: newId("delivery"), to, subject: `[Test] ${email.subject}` }));
+  const emails = request.emails.map((to) => ({ ...email, deliveryId: newId("test_message"), to, subject: `[Test] ${email.subject}` }));
   // The provider's key: a retry of this request (same Idempotency-Key) asks under the same one, so
   // it mails nobody twice; without a key, a fresh one per test send.
   const key = c.var.idempotency;
-  const providerKey = key ? `test_send:${(await sha256Hex(`${key.credentialId}\n${key.key}`)).slice(0, 32)}` : `test_send:${newId("delivery")}`;
+  const providerKey = key ? `test_send:${(await sha256Hex(`${key.credentialId}\n${key.key}`)).slice(0, 32)}` : `test_send:${newId("test_message")}`;
   const outcomes = await integration.sendBatch(emails, providerKey);
   const results = request.emails.map((to, i) => {
     const outcome = outcomes[i];

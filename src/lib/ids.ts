@@ -13,6 +13,8 @@ export const idPrefixes = {
   webhook_endpoint: "we_",
   webhook_attempt: "wa_",
   request: "req_",
+  /** A test send's message: not a delivery, so never `dlv_` (nothing is recorded for it). */
+  test_message: "tmsg_",
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

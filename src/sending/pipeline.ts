@@ -251,7 +251,9 @@ const deliver = async (
     const outcome: SendOutcome = outcomes[i] ?? { kind: "retry", error: noOutcome };
     if (outcome.kind === "sent") results.sent.push({ id: row.id, providerMessageId: outcome.providerMessageId });
     else if (outcome.kind === "failed" || row.attempts + 1 >= MAX_DELIVERY_ATTEMPTS) {
-      results.failed.push({ id: row.id, error: outcome.error, attempted: row.active && integration !== undefined });
+      // Attempted: handed to the integration (not skipped as inactive, unrenderable or unconfigured).
+      const attempted = row.active && integration !== undefined && outcome.error.code !== RENDER_FAILED;
+      results.failed.push({ id: row.id, error: outcome.error, attempted });
     } else {
       results.retry.push({ id: row.id, error: outcome.error });
       retryAfter = Math.max(retryAfter, outcome.retryAfterSeconds ?? 0);
