@@ -1,5 +1,5 @@
 import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
-import { type Engine, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT } from "./engine";
+import { type Engine, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork } from "./engine";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
 // variables the contract lists (checked statically, so a typo inside a branch the sample would not
@@ -58,6 +58,7 @@ const problemOf = (err: unknown): string => {
   const cause = err instanceof LiquidError && err.originalError instanceof Error ? err.originalError : err;
   const message = cause instanceof Error ? cause.message : String(cause);
   if (cause instanceof OutputTooLarge) return `the template ${message}`;
+  if (cause instanceof TooMuchWork) return `the template ${message} (a loop doing too much in each pass?)`;
   if (/memory alloc limit exceeded/.test(message)) {
     return `the template needs more than ${RENDER_MEMORY_LIMIT} items or characters to render (a loop over too large a range?)`;
   }
