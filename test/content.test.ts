@@ -57,6 +57,34 @@ describe("rendering", () => {
     expect(own.html).toContain("<p>&lt;i&gt;x&lt;/i&gt;</p>");
   });
 
+  it("never lets a value bring a script or data scheme into a link: escaping alone would not stop javascript:", () => {
+    const at = (template: string, location: string) => {
+      const html = render({ html: template }, { ...bob, location }).html ?? "";
+      return html.slice(0, html.indexOf("<div")); // the template's own part, before the footer
+    };
+    for (const location of ["javascript:alert(1)", " JaVaScRiPt:alert(1)", "java\tscript:alert(1)", "data:text/html,<script>x</script>", "vbscript:x", ":x"]) {
+      // At the start of an href, a src or any URL attribute, quoted or not, through steps and through tags.
+      expect(at('<a href="{{ subscriber.location }}">x</a>', location)).toBe('<a href="#">x</a>');
+      expect(at("<img alt=\"a>b\" src='{{ subscriber.location }}'>", location)).toBe("<img alt=\"a>b\" src='#'>");
+      expect(at("<a href={{ subscriber.location }}>x</a>", location)).toBe("<a href=#>x</a>");
+      expect(at('{% if true %}<a href="{{ subscriber.location }}">x</a>{% endif %}', location)).toBe('<a href="#">x</a>');
+      expect(at('<a href="{% if true %}{{ subscriber.location }}{% endif %}">x</a>', location)).toBe('<a href="#">x</a>');
+      expect(at('<a href="{% echo subscriber.location %}">x</a>', location)).toBe('<a href="#">x</a>');
+      // After other text or outputs, before the scheme is fixed: any scheme is refused.
+      expect(at('<a href="java{{ subscriber.location }}">x</a>', location)).toBe('<a href="java#">x</a>');
+      expect(at('<a href="{{ subscriber.name }}{{ subscriber.location }}">x</a>', location)).toBe('<a href="&lt;b&gt;Bob&lt;/b&gt;#">x</a>');
+    }
+    // What is not a new scheme prints as it is: web, mail and phone links, relative ones, a value
+    // after the template fixed the scheme, and anywhere that is not a URL attribute.
+    for (const location of ["https://example.com/a?b=c", "HTTP://x.example", "mailto:a@example.com", "tel:+331", "page.html", "/a:b", "?q=a:b", "#top"]) {
+      expect(at('<a href="{{ subscriber.location }}">x</a>', location)).toBe(`<a href="${location}">x</a>`);
+    }
+    expect(at('<a href="https://example.com/?q={{ subscriber.location }}">x</a>', "javascript:alert(1)")).toBe('<a href="https://example.com/?q=javascript:alert(1)">x</a>');
+    expect(at('<a title="{{ subscriber.location }}" href="/">x</a><p>{{ subscriber.location }}</p>', "javascript:1")).toBe(
+      '<a title="javascript:1" href="/">x</a><p>javascript:1</p>',
+    );
+  });
+
   it("applies the usual filters and renders every variable", () => {
     const m = render(
       {

@@ -1,4 +1,4 @@
-import { CaptureTag, Context, type Emitter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
+import { CaptureTag, Context, EchoTag, type Emitter, Filter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
 import type { BlockName, ServiceBlocks } from "./layout";
 
 // Two Liquid engines, configured once per isolate: `html` escapes every output (a subscriber named
@@ -117,6 +117,90 @@ const refusing = (name: string, why: string) =>
     }
     *render() {}
   };
+
+/** Every template of a parsed list and of the tags in it, in order. */
+export const walk = function* (templates: Template[]): Generator<Template> {
+  for (const template of templates) {
+    yield template;
+    const children = (template as { children?: (partials: boolean, sync: boolean) => Generator<unknown, Template[]> }).children;
+    if (children) {
+      const gen = children.call(template, false, true);
+      let step = gen.next();
+      while (!step.done) step = gen.next();
+      yield* walk(step.value ?? []);
+    }
+  }
+};
+
+// A value printed into a URL attribute where the template has not fixed the scheme yet
+// (`<a href="{{ subscriber.location }}">`) could make the link `javascript:…` or `data:…`: escaping
+// keeps it from ending the attribute, not from being a script. Such an output is escaped by
+// `escapeUrlOutput` instead, which prints `#` for a value that would bring a scheme other than
+// http(s), mailto, tel or sms (at the value's start), or any scheme at all (after other text or
+// outputs, where what it joins cannot be told).
+const URL_ATTRIBUTE = /\s(?:href|src|srcset|action|formaction|background|poster|cite|xlink:href|data)\s*=\s*(?:"([^"]*)|'([^']*)|([^\s"'=<>`]*))$/i;
+const SAFE_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "mailto", "tel", "sms"]);
+/** What browsers skip in a URL before reading its scheme (controls and spaces, anywhere in it). */
+const SKIPPED = /[\u0000-\u0020\u007f]+/g;
+
+/** Where an output at `begin` of `source` prints: at the start of a URL attribute's value, inside one before its scheme is fixed, or elsewhere. */
+const urlPlace = (source: string, begin: number): "start" | "inside" | null => {
+  // The markup before it, with Liquid's own markup out of the way (an output stands for unknown text).
+  const before = source
+    .slice(Math.max(0, begin - 1024), begin)
+    .replace(/\{%[\s\S]*?%\}/g, "")
+    .replace(/\{\{[\s\S]*?\}\}/g, "\u0000");
+  const tag = before.slice(before.lastIndexOf("<"));
+  // Still inside the tag: no `>` but in the quoted values of earlier attributes.
+  if (!tag.startsWith("<") || tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">")) return null;
+  const m = URL_ATTRIBUTE.exec(tag);
+  if (!m) return null;
+  const sofar = (m[1] ?? m[2] ?? m[3] ?? "").replace(SKIPPED, "");
+  if (/[:/?#]/.test(sofar)) return null;
+  return sofar === "" ? "start" : "inside";
+};
+
+/** `text` unless it would bring a scheme not known to be safe to the URL it is printed into. */
+export const urlSafe = (text: string, atStart: boolean): string => {
+  const squeezed = text.includes(":") ? text.replace(SKIPPED, "") : text;
+  const end = squeezed.search(/[:/?#]/);
+  if (end === -1 || squeezed[end] !== ":") return text;
+  return atStart && SAFE_SCHEMES.has(squeezed.slice(0, end).toLowerCase()) ? text : "#";
+};
+
+function escapeUrlStart(this: FilterThis, value: unknown): string {
+  return escapeOutput.call(this, urlSafe(stringify(value), true));
+}
+function escapeUrlInside(this: FilterThis, value: unknown): string {
+  return escapeOutput.call(this, urlSafe(stringify(value), false));
+}
+
+/**
+ * Gives every output of parsed html (`{{ … }}`, `{% echo %}`) printed into a URL attribute before
+ * its scheme is fixed the escaping that keeps the scheme safe. Idempotent (parsed templates are
+ * cached): it sets the handler, it does not wrap it.
+ */
+export const guardUrlOutputs = (templates: Template[]): Template[] => {
+  for (const template of walk(templates)) {
+    const filters = (template as { value?: { filters?: { handler: unknown }[] } }).value?.filters;
+    if (!filters) continue;
+    const last = filters.at(-1);
+    // An output's escaping is its last filter; `echo` escapes as it writes, unless its last filter is raw.
+    const escaping = last !== undefined && ESCAPES.has(last.handler);
+    if (!escaping && !(template instanceof EchoTag)) continue;
+    const place = urlPlace(template.token.input, template.token.begin);
+    const handler = place === "start" ? escapeUrlStart : place === "inside" ? escapeUrlInside : escapeOutput;
+    if (escaping) last.handler = handler;
+    else if (place !== null) {
+      // (liquidjs does not export FilterToken; a filter reads only its name and arguments from it.)
+      const token = { name: "escape", args: [] } as unknown as ConstructorParameters<typeof Filter>[0];
+      filters.push(new Filter(token, { handler, raw: true }, htmlEngine) as unknown as { handler: unknown });
+    }
+  }
+  return templates;
+};
+
+const ESCAPES: ReadonlySet<unknown> = new Set([escapeOutput, escapeUrlStart, escapeUrlInside]);
 
 /** The filters the html engine replaces: an output they appear in evaluates differently there. */
 export const HTML_OWN_FILTERS: ReadonlySet<string> = new Set(["escape", "escape_once"]);

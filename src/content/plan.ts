@@ -95,9 +95,9 @@ const outputStep = (output: Output, engine: Engine, slots: OutputSlots): Step =>
   // in html and text unless it uses a filter the html engine replaces.
   const value = new Value(expression, engine);
   const evaluate = directEvaluate(value, engine) ?? ((ctx: Context) => toValueSync(value.value(ctx, false)));
-  const handler = engine.options.outputEscape;
-  const appended = output.value.filters.length > value.filters.length;
-  const escape = handler && appended ? { handler, token: (output.value.filters.at(-1) as unknown as FilterParts).token, liquid: engine } : null;
+  // The escaping appended (the engine's, or the one guarding a URL's scheme: guardUrlOutputs).
+  const appended = output.value.filters.length > value.filters.length ? (output.value.filters.at(-1) as unknown as FilterParts & { handler: FilterHandler }) : null;
+  const escape = engine.options.outputEscape && appended ? { handler: appended.handler, token: appended.token, liquid: engine } : null;
   const own = escape !== null && value.filters.some((filter) => HTML_OWN_FILTERS.has(filter.name));
   return { kind: "output", evaluate, slot: slots.slotOf(own ? `html ${expression}` : expression), escape, links: true };
 };

@@ -1,5 +1,5 @@
 import { type Template, TokenKind } from "liquidjs";
-import { type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
+import { type BlockOffsets, type Engine, guardUrlOutputs, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { deriveTextTemplate, htmlToText, tidyText } from "./html-text";
 import { blockMarker, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
@@ -72,7 +72,7 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   let htmlLinked = false;
   if (content.html !== null) {
     const parsed = parseTemplate("html", content.html);
-    ownHtml = parsed.templates;
+    ownHtml = guardUrlOutputs(parsed.templates);
     htmlLinked = parsed.globals.has("unsubscribe_url");
     html = part(parseWrapped(content.html, topLevelText(parsed.templates)), htmlLayoutEngine);
   }
@@ -99,7 +99,7 @@ const topLevelText = (templates: Template[]): TopLevelText =>
 /** The html with what the service adds; the template parsed on its own, so a failure here is ours to name. */
 const parseWrapped = (source: string, text: TopLevelText): Template[] => {
   try {
-    return htmlLayoutEngine.parse(wrapHtml(source, text));
+    return guardUrlOutputs(htmlLayoutEngine.parse(wrapHtml(source, text)));
   } catch (err) {
     throw renderProblem("html", err);
   }

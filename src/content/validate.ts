@@ -1,5 +1,5 @@
 import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
-import { type Engine, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork } from "./engine";
+import { type Engine, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
 // variables the contract lists (checked statically, so a typo inside a branch the sample would not
@@ -67,18 +67,6 @@ const problemOf = (err: unknown): string => {
 
 const at = (line: number | undefined) => (line === undefined ? "" : ` on line ${line}`);
 
-const walk = function* (templates: Template[]): Generator<Template> {
-  for (const template of templates) {
-    yield template;
-    const children = (template as { children?: (partials: boolean, sync: boolean) => Generator<unknown, Template[]> }).children;
-    if (children) {
-      const gen = children.call(template, false, true);
-      let step = gen.next();
-      while (!step.done) step = gen.next();
-      yield* walk(step.value ?? []);
-    }
-  }
-};
 
 type RangeLike = { kind: number; lhs?: { content?: unknown }; rhs?: { content?: unknown } };
 
