@@ -84,6 +84,7 @@ describe("configuration problems", () => {
       checks: {
         bindings: { status: "ok", message: expect.stringContaining("DB") },
         database: { status: "ok", message: "migrated; the signing key is present" },
+        links: { status: "ok", message: expect.stringContaining("only the sandbox sends") },
       },
       configuration: {
         operator_api: "enabled",
@@ -91,6 +92,17 @@ describe("configuration problems", () => {
         integrations: { sandbox: "configured", resend: "not_configured" },
       },
     });
+  });
+
+  it("/health warns while real mail would carry links to an origin that is not public https (still 200)", async () => {
+    for (const origin of ["http://localhost:8787", "https://localhost:8787", "http://news.example.com", "https://127.0.0.1", "not a url"]) {
+      const health = await withEnv({ RESEND_API_KEY: "re_key", PUBLIC_BASE_URL: origin })("GET", "/health");
+      expect(health.status).toBe(200);
+      expect(health.body.status).toBe("ok");
+      expect(health.body.checks.links).toEqual({ status: "warning", message: expect.stringMatching(/^PUBLIC_BASE_URL: .*one-click unsubscribe only for https/) });
+    }
+    const deployed = await withEnv({ RESEND_API_KEY: "re_key", PUBLIC_BASE_URL: "https://news.example.com" })("GET", "/health");
+    expect(deployed.body.checks.links).toEqual({ status: "ok", message: "links in mail point at https://news.example.com" });
   });
 
   it("a missing binding: every API request answers 503 configuration_error naming it, and /health says so", async () => {

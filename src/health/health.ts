@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { bindingPurpose, missingBindings, neededBindings } from "../errors/configuration";
 import { requestIdHeader } from "../errors/openapi";
 import type { AppEnv } from "../lib/types";
+import { publicBaseUrl } from "../sending/compose";
 import { resolveIntegration } from "../sending/integrations";
 
 // /health says whether this deployment can serve the API, and if not, what to fix: the bindings it
@@ -10,15 +11,24 @@ import { resolveIntegration } from "../sending/integrations";
 
 const Check = z
   .object({
-    status: z.enum(["ok", "failed"]),
-    message: z.string().openapi({ description: "What was found, and for a failed check what to do." }),
+    status: z.enum(["ok", "warning", "failed"]).openapi({
+      description: "`failed` makes the deployment `unavailable`; `warning` is something to fix that does not stop the API.",
+    }),
+    message: z.string().openapi({ description: "What was found, and for a check that is not `ok` what to do." }),
   })
   .openapi("HealthCheck");
 
 const HealthSchema = z
   .object({
     status: z.enum(["ok", "unavailable"]).openapi({ description: "`unavailable` when any check failed (HTTP 503)." }),
-    checks: z.object({ bindings: Check, database: Check }),
+    checks: z.object({
+      bindings: Check,
+      database: Check,
+      links: Check.openapi({
+        description:
+          "The origin of the links put in mail (PUBLIC_BASE_URL): a `warning` while a real integration is configured and it is not a public https origin (mailbox providers offer one-click unsubscribe only for https, and recipients could not reach a local one).",
+      }),
+    }),
     configuration: z.object({
       operator_api: z.enum(["enabled", "disabled"]).openapi({ description: "`disabled` while ADMIN_TOKEN is unset." }),
       signing_key: z.enum(["service", "CURSOR_SECRET"]).openapi({
@@ -74,6 +84,28 @@ const databaseCheck = async (c: Context<AppEnv>): Promise<Health["checks"]["data
   }
 };
 
+const LOCAL_HOST = /^(localhost|127(\.\d+){3}|\[::1\]|0\.0\.0\.0)$/i;
+
+/** Whether mail can carry links to PUBLIC_BASE_URL: a public https origin, once real mail is sent. */
+const linksCheck = (c: Context<AppEnv>): Health["checks"]["links"] => {
+  const origin = publicBaseUrl(c.env);
+  let url: URL | undefined;
+  try {
+    url = new URL(origin);
+  } catch {
+    url = undefined;
+  }
+  if (url?.protocol === "https:" && !LOCAL_HOST.test(url.hostname)) return { status: "ok", message: `links in mail point at ${origin}` };
+  const problem = url ? `${origin} is not a public https origin` : `${origin} is not a URL`;
+  if (!resolveIntegration("resend", c.env)) {
+    return { status: "ok", message: `links in mail point at ${origin} (only the sandbox sends: set PUBLIC_BASE_URL to the deployed https origin before sending real mail)` };
+  }
+  return {
+    status: "warning",
+    message: `PUBLIC_BASE_URL: ${problem}, yet real mail is sent: recipients cannot reach its unsubscribe links and mailbox providers offer one-click unsubscribe only for https; set it to the deployed https origin`,
+  };
+};
+
 export const healthHandler = async (c: Context<AppEnv>) => {
   const missing = missingBindings(c.env);
   const bindings: Health["checks"]["bindings"] =
@@ -86,7 +118,7 @@ export const healthHandler = async (c: Context<AppEnv>) => {
   const ok = bindings.status === "ok" && database.status === "ok";
   const body: Health = {
     status: ok ? "ok" : "unavailable",
-    checks: { bindings, database },
+    checks: { bindings, database, links: linksCheck(c) },
     configuration: {
       operator_api: c.env.ADMIN_TOKEN ? "enabled" : "disabled",
       signing_key: c.env.CURSOR_SECRET ? "CURSOR_SECRET" : "service",

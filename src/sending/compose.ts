@@ -47,12 +47,15 @@ const compiledFor = (context: MessageContext): CompiledCampaign => {
   return compiled;
 };
 
+/** The origin of every link the service puts in mail (the contract's default: a local one). */
+export const publicBaseUrl = (env: Pick<Env, "PUBLIC_BASE_URL">): string => env.PUBLIC_BASE_URL || "http://localhost:8787";
+
 export const composerFor = (context: MessageContext, env: Pick<Env, "PUBLIC_BASE_URL">, signer: Signer): Composer => ({
   compiled: compiledFor(context),
   campaignId: context.campaignId,
   from: formatFrom(context),
   replyTo: context.replyTo,
-  publicBaseUrl: env.PUBLIC_BASE_URL || "http://localhost:8787",
+  publicBaseUrl: publicBaseUrl(env),
   signer,
 });
 
