@@ -38,6 +38,9 @@ describe("operator API", () => {
       ["Acme\ud800", "name must be well-formed Unicode text"],
       ["Ac\u0000me", "name must not contain control characters"],
       ["Acme\u007f", "name must not contain control characters"],
+      // C1 controls: NEL (a line break to some readers) and CSI (a terminal escape).
+      ["Ac\u0085me", "name must not contain control characters"],
+      ["Ac\u009bme", "name must not contain control characters"],
     ]) {
       const res = await admin("POST", "/admin/workspaces", { name });
       expectError(res, 400, "validation_failed", "name");

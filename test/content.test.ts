@@ -85,6 +85,12 @@ describe("rendering", () => {
     );
   });
 
+  it("folds every kind of line break in the subject and preheader into a space", () => {
+    const m = render({ subject: "Hi {{ subscriber.name }}", preheader: "{{ subscriber.name }}!" }, { ...bob, name: "A\u2028B\u2029C\u0085D\r\nE" });
+    expect(m.subject).toBe("Hi A B C D E");
+    expect(m.html ?? m.text).not.toMatch(/[\u2028\u2029\u0085]/);
+  });
+
   it("applies the usual filters and renders every variable", () => {
     const m = render(
       {

@@ -64,7 +64,7 @@ describe("newsletters", () => {
 
   it("keeps from_name on one line: a line break would end up in the From header", async () => {
     const t = await tenant();
-    for (const from_name of ["Acme\r\nBcc: victim@example.org", "Acme\nNews", "Acme\rNews"]) {
+    for (const from_name of ["Acme\r\nBcc: victim@example.org", "Acme\nNews", "Acme\rNews", "Acme\u2028News", "Acme\u2029News"]) {
       const res = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "a@example.com", from_name } });
       expectError(res, 400, "validation_failed", "from_name");
       expect(res.body.error.message).toBe("from_name must be a single line");

@@ -113,7 +113,8 @@ const tryParse = (source: string): Template[] | null => {
   }
 };
 
-const oneLine = (value: string) => value.replace(/[\r\n]+/g, " ").trim();
+/** A header's text: every line break (CR, LF, NEL, the Unicode line and paragraph separators) becomes a space. */
+const oneLine = (value: string) => value.replace(/[\r\n\u0085\u2028\u2029]+/g, " ").trim();
 
 const part = (field: TemplateField, render: () => string): string => {
   try {

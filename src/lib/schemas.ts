@@ -17,9 +17,10 @@ export const WorkspaceParams = z.object({ workspace_id: idParam("workspace", "wo
 
 // ---- Body text -------------------------------------------------------------------------------
 
-// C0 controls other than tab, line feed and carriage return, and DEL: invisible in every interface,
-// and a NUL truncates the text in whatever C code reads it downstream.
-const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
+// C0 controls other than tab, line feed and carriage return, DEL and the C1 controls (NEL, CSI…):
+// invisible in every interface, a line break or a terminal escape to some readers, and a NUL
+// truncates the text in whatever C code reads it downstream.
+const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
 
 /**
  * Every string of every request body is built from this, so no field stores text that is not
@@ -81,7 +82,7 @@ export const optionalLine = (max: number) =>
   bodyString()
     .trim()
     .check(atMostCharacters(max))
-    .refine((value) => !/[\r\n]/.test(value), { error: "must be a single line" })
+    .refine((value) => !/[\r\n\u2028\u2029]/.test(value), { error: "must be a single line" })
     .openapi({ pattern: optionalLinePattern(max) })
     .transform(blankToNull)
     .nullable()

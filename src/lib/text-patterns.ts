@@ -8,7 +8,7 @@
 
 /** What String.prototype.trim removes, less the control characters that are rejected anyway. */
 const WHITESPACE = "\\t\\n\\r \\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF";
-const CONTROL = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F";
+const CONTROL = "\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F";
 const PAIR = "[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]";
 
 const WS = `[${WHITESPACE}]`;
@@ -26,8 +26,8 @@ export const requiredTextPattern = (max: number) => `^${WS}*${trimmedCore(max)}$
 /** Optional text: blank (none), or at most `max` characters after trimming. */
 export const optionalTextPattern = (max: number) => `^${WS}*(?:${trimmedCore(max)}${WS}*)?$`;
 
-/** A character of one-line text: no line break. */
-const LINE_CHAR = `(?:${PAIR}|[^${CONTROL}\\n\\r\\uD800-\\uDFFF])`;
+/** A character of one-line text: no line break (nor a Unicode line or paragraph separator). */
+const LINE_CHAR = `(?:${PAIR}|[^${CONTROL}\\n\\r\\u2028\\u2029\\uD800-\\uDFFF])`;
 
 /** Optional one-line text: blank (none), or at most `max` characters after trimming, with no line break inside. */
 export const optionalLinePattern = (max: number) => `^${WS}*(?:${VISIBLE}(?:${LINE_CHAR}{0,${max - 2}}${VISIBLE})?${WS}*)?$`;
