@@ -137,9 +137,33 @@ describe("rendering", () => {
 
   it("opens the html with the preheader as hidden preview text", () => {
     const m = render({ preheader: "Inside: {{ subscriber.name }}", html: "<html><body><p>Body</p></body></html>" });
-    expect(m.html).toMatch(/^<html><body><div style="display:none;[^"]*">Inside: &lt;b&gt;Bob&lt;\/b&gt;<\/div><p>Body<\/p>/);
+    expect(m.html).toMatch(/^<html><body><div style="display:none;[^"]*">Inside: &lt;b&gt;Bob&lt;\/b&gt;(?:&#847;&zwnj;&nbsp;)+<\/div><p>Body<\/p>/);
     expect(m.text).not.toContain("Inside");
     expect(render({ html: "<p>Body</p>" }).html).toMatch(/^<p>Body<\/p>/);
+    // Padded with invisible characters, so the inbox's preview line does not run on into the body.
+    expect(m.html?.match(/&#847;&zwnj;&nbsp;/g)).toHaveLength(90);
+  });
+
+  it("gives a message whose subject renders blank the newsletter's name as its subject", () => {
+    const m = render({ subject: "{{ subscriber.name }}", text: "{{ campaign.subject }}" }, { ...bob, name: null });
+    expect(m.subject).toBe("Weekly Notes");
+    expect(m.text.startsWith("Weekly Notes")).toBe(true);
+    expect(render({ subject: "{{ subscriber.name }}" }, { ...bob, name: "Ann" }).subject).toBe("Ann");
+  });
+
+  it("writes text parts with LF line endings only, whatever the template and the address use", () => {
+    const crlf = renderMessage(compileCampaign(content({ text: "Hello {{ subscriber.email }}\r\nLine two\r\rBye" }), { ...newsletter, address: "1 Main St\r\nSpringfield" }), bob, URL);
+    expect(crlf.text).not.toContain("\r");
+    expect(crlf.text).toContain("Hello bob@example.com\nLine two\n\nBye\n\n--\n");
+    expect(crlf.text.endsWith("\n1 Main St\nSpringfield")).toBe(true);
+  });
+
+  it("leaves a document's head and title out of the text derived from it, with or without a body", () => {
+    for (const html of ["<html><head><title>My Title</title></head><p>One {{ subscriber.email }}</p></html>", "<title>Frag title</title><p>One {{ subscriber.email }}</p>"]) {
+      const m = render({ html });
+      expect(m.text).not.toMatch(/Title|title/);
+      expect(m.text.startsWith("One bob@example.com")).toBe(true);
+    }
   });
 
   it("adds the footer with the unsubscribe link and the address when the template does not place the link", () => {
@@ -208,13 +232,13 @@ describe("rendering", () => {
   });
 
   it("places the preheader and footer in the real body: not in comments, not in branches, after the head without a body", () => {
-    const pre = /<div style="display:none;[^"]*">Peek<\/div>/;
+    const pre = /<div style="display:none;[^"]*">Peek(?:&#847;&zwnj;&nbsp;)+<\/div>/;
     const commented = render({ preheader: "Peek", html: "<!-- <body> --><html><body><p>x</p></body></html><!-- </body> -->" }).html ?? "";
-    expect(commented).toMatch(/^<!-- <body> --><html><body><div style="display:none;[^"]*">Peek<\/div><p>x<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/body><\/html><!-- <\/body> -->$/);
+    expect(commented).toMatch(/^<!-- <body> --><html><body><div style="display:none;[^"]*">Peek(?:&#847;&zwnj;&nbsp;)+<\/div><p>x<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/body><\/html><!-- <\/body> -->$/);
     const headOnly = render({ preheader: "Peek", html: "<!DOCTYPE html><html><head><title>t</title></head><p>hi</p></html>" }).html ?? "";
-    expect(headOnly).toMatch(/^<!DOCTYPE html><html><head><title>t<\/title><\/head><div style="display:none;[^"]*">Peek<\/div><p>hi<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/);
+    expect(headOnly).toMatch(/^<!DOCTYPE html><html><head><title>t<\/title><\/head><div style="display:none;[^"]*">Peek(?:&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/);
     const doctypeOnly = render({ preheader: "Peek", html: "<!doctype html><p>hi</p>" }).html ?? "";
-    expect(doctypeOnly).toMatch(/^<!doctype html><div style="display:none;[^"]*">Peek<\/div><p>hi<\/p>/);
+    expect(doctypeOnly).toMatch(/^<!doctype html><div style="display:none;[^"]*">Peek(?:&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p>/);
     // A body closed inside a branch: the footer goes to the top level, shown whichever way it goes.
     const branched = render({ preheader: "Peek", html: "<html><body><p>x</p>{% if subscriber.name %}</body>{% else %}</body>{% endif %}</html>" }).html ?? "";
     expect(branched).toMatch(pre);

@@ -9,8 +9,11 @@ import { LIQUID } from "./liquid-syntax";
 const convert = compile({
   wordwrap: 78,
   selectors: [
-    // Tracking pixels and decorative images have nothing to say in text.
+    // Tracking pixels and decorative images have nothing to say in text; nor has what no client
+    // shows (a document's head and title, even when the html has no <body>).
     { selector: "img", format: "skip" },
+    { selector: "head", format: "skip" },
+    { selector: "title", format: "skip" },
     { selector: "a", options: { hideLinkHrefIfSameAsText: true, linkBrackets: ["<", ">"] } },
     ...["h1", "h2", "h3", "h4", "h5", "h6"].map((selector) => ({ selector, options: { uppercase: false } })),
     { selector: "table", format: "block" },
@@ -50,9 +53,12 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   return restored === pieces.length ? result : null;
 };
 
-/** Blank lines left by tags that rendered nothing collapse to one; no trailing space. */
+/** One kind of line ending in a text part: text written with CRLF (or CR) gets LF, as the footer has. */
+export const lineFeeds = (text: string): string => (text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text);
+
+/** Blank lines left by tags that rendered nothing collapse to one; no trailing space; LF line endings. */
 export const tidyText = (text: string): string =>
-  text
+  lineFeeds(text)
     .replace(/[ \t]+\n/g, "\n")
     .replace(/\n{3,}/g, "\n\n")
     .trim();

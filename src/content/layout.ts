@@ -16,6 +16,13 @@ const PREHEADER_OPEN =
   '<div style="display:none;font-size:1px;line-height:1px;max-height:0;max-width:0;opacity:0;overflow:hidden;mso-hide:all">';
 
 /**
+ * After the preheader, inside its hidden block: inbox lists show the preview text, then whatever text
+ * follows it in the html; a run of invisible characters (a combining grapheme joiner, a zero-width
+ * non-joiner and a no-break space, repeated) fills the rest of the preview line instead.
+ */
+const PREHEADER_PADDING = "&#847;&zwnj;&nbsp;".repeat(90);
+
+/**
  * The blocks of one newsletter's messages: everything but the preheader and the unsubscribe link is
  * fixed, so a message's blocks cost a few concatenations.
  */
@@ -27,9 +34,9 @@ export const serviceBlocks = (newsletter: { name: string; address: string | null
     `<p style="margin:0">You receive this email because you subscribed to ${escapeHtml(newsletter.name)}. <a href="`;
   const htmlAfter = `" style="color:#666666">Unsubscribe</a></p>${htmlAddress}</div>`;
   const textBefore = `\n\n--\nYou receive this email because you subscribed to ${newsletter.name}.\nUnsubscribe: `;
-  const textAfter = newsletter.address ? `\n${newsletter.address}` : "";
+  const textAfter = newsletter.address ? `\n${newsletter.address.replace(/\r\n?/g, "\n")}` : "";
   return (preheader: string, unsubscribeUrl: string): ServiceBlocks => ({
-    preheader: preheader ? `${PREHEADER_OPEN}${escapeHtml(preheader)}</div>` : "",
+    preheader: preheader ? `${PREHEADER_OPEN}${escapeHtml(preheader)}${PREHEADER_PADDING}</div>` : "",
     footer_html: `${htmlBefore}${escapeHtml(unsubscribeUrl)}${htmlAfter}`,
     footer_text: `${textBefore}${unsubscribeUrl}${textAfter}`,
   });

@@ -1,6 +1,6 @@
 import { type Template, TokenKind } from "liquidjs";
 import { type BlockOffsets, type Engine, guardUrlOutputs, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
-import { deriveTextTemplate, htmlToText, tidyText } from "./html-text";
+import { deriveTextTemplate, htmlToText, lineFeeds, tidyText } from "./html-text";
 import { blockMarker, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, type TemplateField } from "./validate";
@@ -135,7 +135,9 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
     unsubscribe_url: unsubscribeUrl,
   };
   const renderer = new MessageRenderer(renderContext(scope), campaign.outputs);
-  const subject = part("subject", () => oneLine(renderer.render(campaign.subject, MAX_RENDERED.subject)));
+  // A subject that renders blank for this recipient (`{{ subscriber.name }}` and no name) is the
+  // newsletter's name: a message never goes out without one.
+  const subject = part("subject", () => oneLine(renderer.render(campaign.subject, MAX_RENDERED.subject))) || campaign.newsletter.name;
   scope.campaign = { subject };
   // The scope has grown: nothing evaluated before it is reused after.
   renderer.forget();
@@ -166,7 +168,7 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
     case "template": {
       const out = renderer.render(text.part, MAX_RENDERED.text, text.linked ? { url, footer: "footer_text" } : undefined);
       if (text.derived && isBlank(out, blocks.footer_text, at.footer_text)) return fallbackText();
-      return text.tidy ? tidyText(out) : out;
+      return text.tidy ? tidyText(out) : lineFeeds(out);
     }
     case "from_rendered_html": {
       const converted = htmlToText(renderer.render(text.html, MAX_RENDERED.html));
