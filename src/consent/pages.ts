@@ -80,7 +80,7 @@ export const confirmPage = ({ newsletterName, email, token }: Subject, canComeBa
     200,
     `Unsubscribe from ${newsletterName}`,
     `${heading(newsletterName, "Unsubscribe from this newsletter?", "✉️")}
-<p>You will stop receiving <strong>${escapeHtml(newsletterName)}</strong> at <span class="address">${escapeHtml(maskEmail(email))}</span>.</p>
+<p>You will stop receiving <strong>${escapeHtml(newsletterName)}</strong>, and every other newsletter from the same sender, at <span class="address">${escapeHtml(maskEmail(email))}</span>.</p>
 ${oneClickForm(`/u/${token}`, "Unsubscribe")}
 ${canComeBack ? '<p class="note">Changed your mind later? You can subscribe again from this page.</p>' : ""}`,
   );
@@ -101,7 +101,7 @@ export const unsubscribedPage = ({ newsletterName, email, token }: Subject, canR
     200,
     `Unsubscribed from ${newsletterName}`,
     `${heading(newsletterName, "You’re unsubscribed", "✓")}
-<p class="done">${escapeHtml(maskEmail(email))} will no longer receive ${escapeHtml(newsletterName)}.</p>
+<p class="done">${escapeHtml(maskEmail(email))} will no longer receive ${escapeHtml(newsletterName)}, nor any other newsletter from the same sender.</p>
 ${
   canResubscribe
     ? `<p>Unsubscribed by mistake?</p>${oneClickForm(`/u/${token}/resubscribe`, "Subscribe again", true)}`
@@ -115,7 +115,7 @@ export const resubscribedPage = ({ newsletterName, email }: Subject): Page =>
     200,
     `Subscribed to ${newsletterName}`,
     `${heading(newsletterName, "You’re subscribed again", "✓")}
-<p class="done">${escapeHtml(maskEmail(email))} will receive ${escapeHtml(newsletterName)} again.</p>
+<p class="done">${escapeHtml(maskEmail(email))} will receive ${escapeHtml(newsletterName)} again, and the sender’s other newsletters.</p>
 <p class="note">Every message keeps an unsubscribe link at the bottom.</p>`,
   );
 
