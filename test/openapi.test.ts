@@ -24,6 +24,36 @@ describe("GET /openapi.json", () => {
     expect(doc.info.license).toMatchObject({ name: "Proprietary", identifier: expect.any(String) });
   });
 
+  it("names in each 400 and 409 every code the route can answer with, and gives every operation the 503", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const codes = new Set<string>(doc.components.schemas.Error.properties.error.properties.code.enum);
+    type Responses = Record<string, { description: string }>;
+    const operations = new Map<string, Responses>();
+    for (const item of Object.values(doc.paths as Record<string, Record<string, { operationId: string; responses: Responses }>>)) {
+      for (const op of Object.values(item)) operations.set(op.operationId, op.responses);
+    }
+    const named = (operationId: string, status: string) => operations.get(operationId)?.[status]?.description.split(", ") ?? [];
+    for (const [operationId, responses] of operations) {
+      if (["health", "openapiJson", "docs"].includes(operationId) || !responses["401"]) continue;
+      expect(responses["503"]?.description, operationId).toMatch(/^configuration_error/);
+      for (const status of ["400", "409"]) for (const code of named(operationId, status)) expect(codes.has(code), `${operationId} ${status} ${code}`).toBe(true);
+    }
+    expect(named("updateSubscriber", "409")).toEqual(["subscriber_exists", "idempotency_key_in_use"]);
+    expect(named("createNewsletter", "409")).toEqual(["idempotency_key_in_use"]);
+    expect(named("sendCampaign", "409")).toEqual(["campaign_not_sendable", "idempotency_key_in_use"]);
+    expect(named("sendCampaignTest", "400")).toEqual(["validation_failed", "invalid_json", "unknown_integration", "integration_not_configured"]);
+    expect(named("listSubscribers", "400")).toEqual(["validation_failed", "invalid_cursor"]);
+    expect(named("retrieveSubscriber", "400")).toEqual(["validation_failed"]);
+    expect(named("createCredential", "400")).toContain("resource_missing");
+  });
+
+  it("shows a webhook secret example of the documented form: whsec_ and 32 bytes", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const example: string = doc.components.schemas.WebhookEndpointWithSecret.properties.secret.example;
+    expect(example).toMatch(/^whsec_/);
+    expect(atob(example.slice(6))).toHaveLength(32);
+  });
+
   it("says every edit body needs at least one field, as the service does", async () => {
     const doc = (await call("GET", "/openapi.json")).body;
     for (const name of ["UpdateSubscriberRequest", "UpdateCampaignRequest", "UpdateNewsletterRequest", "UpdateWebhookEndpointRequest"]) {

@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { operatorErrorResponses, operatorWriteErrorResponses, requestIdHeader } from "../errors/openapi";
+import { errorResponse, operatorErrorResponses, operatorWriteErrorResponses, requestIdHeader } from "../errors/openapi";
 import { operationIdOf, routeName } from "../lib/route";
 import { dataEnvelope } from "../lib/schemas";
 import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
@@ -40,6 +40,7 @@ export const createCredentialRoute = createRoute({
   request: { body: { required: true, content: { "application/json": { schema: CreateCredentialBody } } } },
   responses: {
     ...operatorWriteErrorResponses,
+    400: errorResponse(["validation_failed", "invalid_json", "resource_missing"]),
     201: {
       description: "The credential and its token",
       headers: requestIdHeader,

@@ -27,6 +27,7 @@ const one = (description: string) => ({
 });
 
 export const createCampaign = apiRoute({
+  errorCodes: { 400: ["resource_missing"] },
   method: "post",
   path: "/workspaces/{workspace_id}/campaigns",
   tags: ["Campaigns"],
@@ -70,6 +71,7 @@ export const listCampaigns = apiRoute({
 });
 
 export const sendCampaign = apiRoute({
+  errorCodes: { 400: ["unknown_integration", "integration_not_configured"], 409: ["campaign_not_sendable"] },
   method: "post",
   path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/send",
   tags: ["Campaigns"],
@@ -91,6 +93,7 @@ export const sendCampaign = apiRoute({
 });
 
 export const updateCampaign = apiRoute({
+  errorCodes: { 400: ["resource_missing"], 409: ["campaign_not_editable"] },
   method: "patch",
   path: "/workspaces/{workspace_id}/campaigns/{campaign_id}",
   tags: ["Campaigns"],
@@ -108,6 +111,7 @@ export const updateCampaign = apiRoute({
 });
 
 export const previewCampaign = apiRoute({
+  errorCodes: { 400: ["resource_missing"] },
   method: "post",
   path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/preview",
   tags: ["Campaigns"],
@@ -125,6 +129,7 @@ export const previewCampaign = apiRoute({
 });
 
 export const testCampaign = apiRoute({
+  errorCodes: { 400: ["unknown_integration", "integration_not_configured"] },
   method: "post",
   path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/test",
   tags: ["Campaigns"],

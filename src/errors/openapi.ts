@@ -32,6 +32,10 @@ export const replayedHeader: Record<string, HeaderObject> = {
   },
 };
 
+/** An error response whose description names the codes it can carry. */
+export const errorResponse = (codes: readonly ErrorCode[] | string, headers: Record<string, HeaderObject> = {}) =>
+  json(typeof codes === "string" ? codes : codes.join(", "), headers);
+
 const json = (description: string, headers: Record<string, HeaderObject> = {}) => ({
   description,
   headers: { ...requestIdHeader, ...headers },
@@ -54,7 +58,8 @@ const body = {
 
 /** Errors any authenticated route can answer with. */
 const common = {
-  400: json("validation_failed, invalid_json (and route-specific 400 codes)"),
+  // Each route names its own (src/lib/route.ts): this is a read's without a cursor.
+  400: json("validation_failed"),
   401: unauthorized,
   403: json("insufficient_scope"),
   404: json("not_found"),
@@ -62,11 +67,12 @@ const common = {
     "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
   }),
   500: json("internal_error"),
+  503: json("configuration_error: the deployment lacks a binding or its migrations (GET /health says which)"),
 } as const;
 
 const writes = {
   ...body,
-  409: json("conflict: see the route's description for the codes"),
+  409: json("idempotency_key_in_use"),
   422: json("idempotency_key_reused"),
 } as const;
 
@@ -77,9 +83,10 @@ export const writeErrorResponses = { ...common, ...writes };
 
 /** The operator API: no scopes, workspaces or rate limit; 404 also when ADMIN_TOKEN is unset. */
 export const operatorErrorResponses = {
-  400: common[400],
+  400: json("validation_failed"),
   401: unauthorized,
   404: json("not_found (also every operator route when ADMIN_TOKEN is not configured)"),
   500: common[500],
+  503: common[503],
 } as const;
-export const operatorWriteErrorResponses = { ...operatorErrorResponses, ...body };
+export const operatorWriteErrorResponses = { ...operatorErrorResponses, ...body, 400: json("validation_failed, invalid_json") };

@@ -1,7 +1,8 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
-import { bodyReadErrorResponses, payloadTooLarge, readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
+import type { ErrorCode } from "../errors/api-error";
+import { bodyReadErrorResponses, errorResponse, payloadTooLarge, readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
 import { requireScope, workspaceAccess } from "../middleware/auth";
 import { IdempotencyHeaders, idempotency } from "../middleware/idempotency";
 import { jsonBody, readJsonBody } from "../middleware/request-context";
@@ -14,6 +15,8 @@ type ApiRouteConfig = Omit<RouteConfig, "middleware" | "security"> & {
   idempotent?: boolean;
   /** A larger body cap than the default 64 KiB, for the routes that carry campaign content. */
   maxBodyBytes?: number;
+  /** The route's own error codes, named in its 400 and 409 responses beside the ones every route has. */
+  errorCodes?: { 400?: ErrorCode[]; 409?: ErrorCode[] };
 };
 
 const NoQuery = z.strictObject({});
@@ -32,7 +35,7 @@ export const routeName = (method: string, path: string) =>
  * and headers in its OpenAPI description.
  */
 export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
-  const { scope, idempotent, maxBodyBytes, ...route } = config;
+  const { scope, idempotent, maxBodyBytes, errorCodes, ...route } = config;
   const middleware = [
     routeName(route.method, route.path),
     requireScope(scope),
@@ -40,10 +43,20 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
     ...(route.request?.body ? [maxBodyBytes === undefined ? jsonBody : readJsonBody(maxBodyBytes)] : []),
     ...(idempotent ? [idempotency] : []),
   ];
-  // A route taking larger bodies says so where its 413 is described.
+  // A route taking larger bodies says so where its 413 is described; its 400 and 409 name every code
+  // they can carry.
+  const query = (route.request?.query as { shape?: Record<string, unknown> } | undefined)?.shape;
+  const lists = query !== undefined && "after" in query;
   const errors = {
     ...(idempotent ? writeErrorResponses : route.request?.body ? bodyReadErrorResponses : readErrorResponses),
     ...(route.request?.body && maxBodyBytes !== undefined && { 413: payloadTooLarge(maxBodyBytes) }),
+    400: errorResponse([
+      "validation_failed",
+      ...(route.request?.body ? (["invalid_json"] as const) : []),
+      ...(lists ? (["invalid_cursor"] as const) : []),
+      ...(errorCodes?.[400] ?? []),
+    ]),
+    ...(idempotent && { 409: errorResponse([...(errorCodes?.[409] ?? []), "idempotency_key_in_use"]) }),
   };
   const responses = Object.fromEntries(
     Object.entries({ ...errors, ...route.responses }).map(([status, response]) => [
@@ -62,7 +75,7 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
     // A route that takes no query parameters refuses any, as list routes refuse those they do not know.
     request: { ...route.request, query: route.request?.query ?? NoQuery, ...(idempotent && { headers: IdempotencyHeaders }) },
     responses,
-  }) as unknown as Omit<R, "scope" | "idempotent" | "maxBodyBytes"> & { middleware: MiddlewareHandler<AppEnv>[] };
+  }) as unknown as Omit<R, "scope" | "idempotent" | "maxBodyBytes" | "errorCodes"> & { middleware: MiddlewareHandler<AppEnv>[] };
 };
 
 /** "List a campaign's deliveries" → "listCampaignDeliveries": stable names for generated clients. */

@@ -14,6 +14,7 @@ const one = (description: string) => ({
 });
 
 export const createSubscriber = apiRoute({
+  errorCodes: { 409: ["subscriber_exists"] },
   method: "post",
   path: "/workspaces/{workspace_id}/subscribers",
   tags: ["Subscribers"],
@@ -39,6 +40,7 @@ export const getSubscriber = apiRoute({
 });
 
 export const updateSubscriber = apiRoute({
+  errorCodes: { 409: ["subscriber_exists"] },
   method: "patch",
   path: "/workspaces/{workspace_id}/subscribers/{subscriber_id}",
   tags: ["Subscribers"],

@@ -22,6 +22,7 @@ const base = "/workspaces/{workspace_id}/webhook_endpoints";
 const tags = ["Webhooks"];
 
 export const createEndpoint = apiRoute({
+  errorCodes: { 409: ["webhook_endpoint_limit_reached"] },
   method: "post",
   path: base,
   tags,

@@ -73,7 +73,7 @@ export const EndpointWithSecretSchema = z
     ...endpointFields,
     secret: z.string().openapi({
       description: "`whsec_` + base64 of 32 random bytes: the Standard Webhooks signing secret. Shown only here.",
-      example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+      example: "whsec_CzBVep/E6Q4zWH2ix+wRNluApcrvFDleg6jN8hc8YYY=",
     }),
   })
   .openapi("WebhookEndpointWithSecret");
