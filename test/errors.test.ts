@@ -168,7 +168,7 @@ describe("utility routes", () => {
     expect(create.responses["401"].headers).toHaveProperty("WWW-Authenticate");
     expect(create.responses["429"].headers).toHaveProperty("Retry-After");
     const operator = doc.paths["/admin/credentials"].post;
-    expect(Object.keys(operator.responses).sort()).toEqual(["201", "400", "401", "404", "413", "415", "500"]);
+    expect(Object.keys(operator.responses).sort()).toEqual(["201", "400", "401", "404", "413", "415", "500", "503"]);
     // Every operation that takes a body documents the body's own errors, writes or not.
     for (const op of operations.filter((o) => o.requestBody)) expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["413", "415"]));
   });
