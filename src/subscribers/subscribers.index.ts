@@ -61,11 +61,16 @@ export const subscribersRouter = createRouter()
     if (body.location !== undefined) changes.location = body.location;
     if (body.source !== undefined) changes.source = body.source;
     if (body.status !== undefined) changes.status = body.status;
-    const events: CommitEvent[] = [{ type: "subscriber.updated", resource: "subscriber", id: subscriber_id }];
-    // Told apart only when this very write moved the status there (compared inside the batch).
-    if (body.status === "unsubscribed" || body.status === "bounced") {
-      events.push({ type: `subscriber.${body.status}`, resource: "subscriber", id: subscriber_id, onlyIfBefore: sql`status <> ${body.status}` });
-    }
+    // One event per change: a write that moves the status to unsubscribed or bounced is that event
+    // (its object shows every other field it changed too), as when a link, a complaint or a bounce
+    // moves it; any other change is subscriber.updated. Which one is decided inside the batch.
+    const moved = body.status === "unsubscribed" || body.status === "bounced" ? body.status : undefined;
+    const events: CommitEvent[] = moved
+      ? [
+          { type: "subscriber.updated", resource: "subscriber", id: subscriber_id, onlyIfBefore: sql`status = ${moved}` },
+          { type: `subscriber.${moved}`, resource: "subscriber", id: subscriber_id, onlyIfBefore: sql`status <> ${moved}` },
+        ]
+      : [{ type: "subscriber.updated", resource: "subscriber", id: subscriber_id }];
     const [[row]] = await commit(
       c,
       [updateSubscriber(c.var.db, workspace_id, subscriber_id, changes)],
