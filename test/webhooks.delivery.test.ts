@@ -36,6 +36,39 @@ describe("delivery", () => {
     expect(() => new Webhook(endpoint.secret).verify(req.body.replace("subscriber", "campaign"), req.headers)).toThrow();
   });
 
+  it("after rotate_secret, signs with the new secret and the old one for 24 h (retries of earlier events too), then the new one alone", async () => {
+    let fail = true;
+    const { received } = receiver(() => new Response(fail ? "down" : "ok", { status: fail ? 503 : 200 }));
+    const t = await tenant();
+    const endpoint = await createEndpoint(t);
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    await consume(queue, [{ type: "dispatch", event_id: eventId }]);
+    await consume(queue, [queue.messages.at(-1)!.body]); // the first try fails, signed with the old secret
+    const rotated = await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/rotate_secret`);
+    const fresh = rotated.body.data.secret as string;
+    fail = false;
+    await consume(queue, [queue.messages.at(-1)!.body]); // the retry, after the rotation
+    const retry = received.at(-1)!;
+    expect(retry.headers["webhook-signature"]?.split(" ")).toHaveLength(2);
+    for (const secret of [endpoint.secret, fresh]) expect(() => new Webhook(secret).verify(retry.body, retry.headers)).not.toThrow();
+    // A second rotation keeps only the secret it replaced beside the new one.
+    const again = (await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/rotate_secret`)).body.data.secret as string;
+    await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/test`);
+    await vi.waitFor(() => expect(received.length).toBeGreaterThan(2));
+    const test = received.at(-1)!;
+    for (const secret of [fresh, again]) expect(() => new Webhook(secret).verify(test.body, test.headers)).not.toThrow();
+    expect(() => new Webhook(endpoint.secret).verify(test.body, test.headers)).toThrow();
+    // 24 h after the rotation, the replaced secret signs no more.
+    await env.DB.prepare("UPDATE webhook_endpoints SET previous_secret_expires_at = ? WHERE id = ?").bind(Date.now() - 1, endpoint.id).run();
+    await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/test`);
+    await vi.waitFor(() => expect(received.length).toBeGreaterThan(3));
+    const late = received.at(-1)!;
+    expect(late.headers["webhook-signature"]?.split(" ")).toHaveLength(1);
+    expect(() => new Webhook(again).verify(late.body, late.headers)).not.toThrow();
+    expect(() => new Webhook(fresh).verify(late.body, late.headers)).toThrow();
+  });
+
   it("retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, then the attempt is failed", async () => {
     const { received } = receiver(() => new Response("down for maintenance", { status: 503 }));
     const t = await tenant();

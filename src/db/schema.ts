@@ -350,6 +350,12 @@ export const webhookEndpoints = sqliteTable(
     enabled: integer({ mode: "boolean" }).notNull(),
     /** `whsec_…`: kept as is because it signs; never shown after create and rotate_secret. */
     secret: text().notNull(),
+    /**
+     * The secret before the last rotate_secret: it signs every delivery beside the new one until
+     * `previousSecretExpiresAt` (24 h after the rotation), so a receiver can switch without failing.
+     */
+    previousSecret: text(),
+    previousSecretExpiresAt: integer(),
     createdAt: integer().notNull(),
     updatedAt: integer().notNull(),
     /** Deleted endpoints are kept (their attempts refer to them) but receive and show nothing. */

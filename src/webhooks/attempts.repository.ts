@@ -53,21 +53,23 @@ export type TryContext = {
   attemptId: string;
   status: "pending" | "succeeded" | "failed";
   attempts: number;
-  endpoint: { id: string; url: string; secret: string; enabled: boolean; deleted: boolean };
+  /** `secrets`: the endpoint's secret, and the one a rotation replaced while it still signs. */
+  endpoint: { id: string; url: string; secrets: string[]; enabled: boolean; deleted: boolean };
   event: { id: string; type: string; resource: string; snapshot: string; createdAt: number };
 };
 
-export const loadTry = async (d1: D1Database, attemptId: string): Promise<TryContext | undefined> => {
+export const loadTry = async (d1: D1Database, attemptId: string, now: number = Date.now()): Promise<TryContext | undefined> => {
   const row = await d1
     .prepare(
       `SELECT a.id, a.status, a.attempts, w.id AS endpoint_id, w.url, w.secret, w.enabled, w.deleted_at,
+              CASE WHEN w.previous_secret_expires_at > ?2 THEN w.previous_secret END AS previous_secret,
               e.id AS event_id, e.type, e.resource, e.snapshot, e.created_at
          FROM webhook_attempts a
          JOIN webhook_endpoints w ON w.id = a.endpoint_id
          JOIN events e ON e.id = a.event_id
-        WHERE a.id = ?`,
+        WHERE a.id = ?1`,
     )
-    .bind(attemptId)
+    .bind(attemptId, now)
     .first<{
       id: string;
       status: TryContext["status"];
@@ -75,6 +77,7 @@ export const loadTry = async (d1: D1Database, attemptId: string): Promise<TryCon
       endpoint_id: string;
       url: string;
       secret: string;
+      previous_secret: string | null;
       enabled: number;
       deleted_at: number | null;
       event_id: string;
@@ -88,7 +91,13 @@ export const loadTry = async (d1: D1Database, attemptId: string): Promise<TryCon
     attemptId: row.id,
     status: row.status,
     attempts: row.attempts,
-    endpoint: { id: row.endpoint_id, url: row.url, secret: row.secret, enabled: row.enabled === 1, deleted: row.deleted_at !== null },
+    endpoint: {
+      id: row.endpoint_id,
+      url: row.url,
+      secrets: row.previous_secret ? [row.secret, row.previous_secret] : [row.secret],
+      enabled: row.enabled === 1,
+      deleted: row.deleted_at !== null,
+    },
     event: { id: row.event_id, type: row.type, resource: row.resource, snapshot: row.snapshot, createdAt: row.created_at },
   };
 };

@@ -12,15 +12,18 @@ const ERROR_BODY_BYTES = 256;
 export const eventPayload = (event: TryContext["event"]) =>
   JSON.stringify({ type: event.type, timestamp: iso(event.createdAt), data: { object: eventObject(event) } });
 
-/** The Standard Webhooks headers for `body`, signed now with the endpoint's secret. */
-export const signedHeaders = (secret: string, eventId: string, body: string, now: number) => {
+/**
+ * The Standard Webhooks headers for `body`, signed now with each of the endpoint's secrets: after a
+ * rotation, a signature per secret, space-separated, so a receiver holding either verifies it.
+ */
+export const signedHeaders = (secrets: readonly string[], eventId: string, body: string, now: number) => {
   const timestamp = new Date(Math.floor(now / 1000) * 1000);
   return {
     "content-type": "application/json",
     "user-agent": "newsletter-service-webhooks/1",
     "webhook-id": eventId,
     "webhook-timestamp": String(timestamp.getTime() / 1000),
-    "webhook-signature": new Webhook(secret).sign(eventId, timestamp, body),
+    "webhook-signature": secrets.map((secret) => new Webhook(secret).sign(eventId, timestamp, body)).join(" "),
   };
 };
 
@@ -36,7 +39,7 @@ export const postEvent = async (context: TryContext, now: number): Promise<TryOu
   try {
     res = await fetch(context.endpoint.url, {
       method: "POST",
-      headers: signedHeaders(context.endpoint.secret, context.event.id, body, now),
+      headers: signedHeaders(context.endpoint.secrets, context.event.id, body, now),
       body,
       redirect: "manual",
       signal,

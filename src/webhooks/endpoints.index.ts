@@ -17,6 +17,7 @@ import {
   listEndpointsPage,
   newSecret,
   testEndpointStatements,
+  rotateSecret as rotateSecretRow,
   updateEndpoint as updateEndpointRow,
 } from "./endpoints.repository";
 import {
@@ -126,7 +127,7 @@ export const webhookEndpointsRouter = createRouter()
     const { workspace_id, endpoint_id } = c.req.valid("param");
     const [[row]] = await commit(
       c,
-      [updateEndpointRow(c.var.db, workspace_id, endpoint_id, { secret: newSecret(), updatedAt: Date.now() })],
+      [rotateSecretRow(c.var.db, workspace_id, endpoint_id, newSecret(), Date.now())],
       { status: 200, resource: "webhook_endpoint_with_secret", id: endpoint_id },
     );
     if (!row) throw missing(endpoint_id);

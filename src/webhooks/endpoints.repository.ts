@@ -59,6 +59,21 @@ export const updateEndpoint = (db: Db, workspaceId: string, id: string, { update
     .where(and(live(workspaceId, id), differs(webhookEndpoints, changes)))
     .returning();
 
+/** How long the secret a rotation replaces keeps signing beside the new one. */
+export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * A new secret; the one it replaces signs beside it for PREVIOUS_SECRET_TTL_MS (a second rotation
+ * within that time replaces the previous one: at most two secrets sign). No row back: no such
+ * (undeleted) endpoint in the workspace.
+ */
+export const rotateSecret = (db: Db, workspaceId: string, id: string, secret: string, now: number) =>
+  db
+    .update(webhookEndpoints)
+    .set({ previousSecret: sql`${webhookEndpoints.secret}`, previousSecretExpiresAt: now + PREVIOUS_SECRET_TTL_MS, secret, updatedAt: now })
+    .where(live(workspaceId, id))
+    .returning();
+
 /**
  * Soft delete: the row stays (its attempts refer to it) but is disabled, its secret wiped and it is
  * never shown or delivered to again; pending attempts stop at their next try.
@@ -66,7 +81,7 @@ export const updateEndpoint = (db: Db, workspaceId: string, id: string, { update
 export const deleteEndpoint = (db: Db, workspaceId: string, id: string, now: number) =>
   db
     .update(webhookEndpoints)
-    .set({ deletedAt: now, enabled: false, secret: "", updatedAt: now })
+    .set({ deletedAt: now, enabled: false, secret: "", previousSecret: null, previousSecretExpiresAt: null, updatedAt: now })
     .where(live(workspaceId, id))
     .returning();
 
