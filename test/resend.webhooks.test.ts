@@ -180,8 +180,13 @@ describe("POST /webhooks/resend: what later events may change", () => {
     expect(typesOf(soft.id)).toEqual(["Transient", "Permanent"]);
     expect(typesOf(hard.id)).toEqual(["Permanent"]);
     await post(s.h.env, { body: event("email.complained", complained.provider_message_id ?? "") });
-    await bounce(complained, "Permanent");
+    const late = await bounce(complained, "Permanent");
     expect(await s.delivery(complained.id)).toMatchObject({ status: "complained", bounce_type: null });
+    // Nor on the complainer: the complaint stays what keeps the address out, and nothing is reported.
+    expect(late.body.data.result).toBe("ignored");
+    expect(await s.subscriberStatus(complained.subscriber_id)).toBe("unsubscribed");
+    const bounced = (await s.h.t.call("GET", `${s.h.t.ws}/events?type=subscriber.bounced`)).body.data as { data: { object: { id: string } } }[];
+    expect(bounced.map((e) => e.data.object.id)).not.toContain(complained.subscriber_id);
   });
 
   it("finds a delivery whose message id was never learnt by its delivery_id tag, and learns the id", async () => {

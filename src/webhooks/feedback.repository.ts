@@ -52,13 +52,15 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
           event: { type: "delivery.bounced", resource: "delivery", id: delivery },
         },
       ];
-      // Only a permanent bounce says the address is dead; others are recorded on the delivery.
+      // Only a permanent bounce says the address is dead; others are recorded on the delivery. A
+      // complaint stays what keeps the address out (the delivery stays complained too): a bounce
+      // reported after it changes neither.
       if (event.bounceType !== "Permanent") return effects;
       return [
         ...effects,
         {
           sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
-                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed')`,
+                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'`,
           event: { type: "subscriber.bounced", resource: "subscriber", id: subscriber },
         },
       ];
