@@ -54,8 +54,8 @@ export const campaignsRouter = createRouter()
     const { limit, after, status } = c.req.valid("query");
     const scope = `campaigns:${workspace_id}`;
     const position = await afterPosition(c, scope, after);
-    const rows = await listCampaignsPage(c.var.db, workspace_id, status, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeCampaign), 200);
+    const { rows, truncated } = await listCampaignsPage(c.var.db, workspace_id, status, position, limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeCampaign, truncated), 200);
   })
   .openapi(updateCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

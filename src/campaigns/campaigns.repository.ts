@@ -1,6 +1,7 @@
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
+import { boundedPage } from "../db/bounded-page";
 import { differs } from "../db/differs";
 import { insertWhere } from "../db/insert-where";
 import { campaigns, campaignStatuses, newsletters, operations, segments } from "../db/schema";
@@ -37,7 +38,10 @@ export const campaignInWorkspace = (db: Db, workspaceId: string, id: string) =>
     .where(and(eq(campaigns.workspaceId, workspaceId), eq(campaigns.id, id)))
     .limit(1);
 
-/** One page, newest first; with a status, a range scan on (workspace_id, status, id). */
+/**
+ * One page, newest first; with a status, a range scan on (workspace_id, status, id). Bounded in size
+ * as well as in rows: each campaign carries its templates (up to 768 KiB).
+ */
 export const listCampaignsPage = (
   db: Db,
   workspaceId: string,
@@ -45,18 +49,17 @@ export const listCampaignsPage = (
   after: string | undefined,
   take: number,
 ) =>
-  db
-    .select()
-    .from(campaigns)
-    .where(
-      and(
-        eq(campaigns.workspaceId, workspaceId),
-        status === undefined ? undefined : eq(campaigns.status, status),
-        after === undefined ? undefined : lt(campaigns.id, after),
-      ),
-    )
-    .orderBy(desc(campaigns.id))
-    .limit(take);
+  boundedPage<CampaignRow>(
+    db,
+    campaigns,
+    and(
+      eq(campaigns.workspaceId, workspaceId),
+      status === undefined ? undefined : eq(campaigns.status, status),
+      after === undefined ? undefined : lt(campaigns.id, after),
+    ),
+    sql<number>`coalesce(length(${campaigns.html}), 0) + coalesce(length(${campaigns.text}), 0) + length(${campaigns.subject})`,
+    take,
+  );
 
 /** Only these can be edited: once a send is under way, the message is what it is. */
 export const editableStatuses = ["draft", "scheduled"] as const;

@@ -11,8 +11,8 @@ export const eventsRouter = createRouter()
     const { limit, after, type } = c.req.valid("query");
     const scope = `events:${workspace_id}`;
     const position = await afterPosition(c, scope, after);
-    const rows = await listEventsPage(c.var.db, workspace_id, type, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeEvent), 200);
+    const { rows, truncated } = await listEventsPage(c.var.db, workspace_id, type, position, limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeEvent, truncated), 200);
   })
   .openapi(getEvent, async (c) => {
     const { workspace_id, event_id } = c.req.valid("param");

@@ -13,8 +13,10 @@ export const toPage = async <Row extends { id: string }, Out>(
   rows: Row[],
   limit: number,
   serialize: (row: Row) => Out,
+  /** Rows were left out for their size (boundedPage): there are more, though fewer than `limit` came. */
+  truncated = false,
 ): Promise<Page<Out>> => {
-  const hasMore = rows.length > limit;
+  const hasMore = rows.length > limit || truncated;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows.at(-1);
   return {
