@@ -140,10 +140,25 @@ describe("webhook endpoints", () => {
       "https://[fe80::1]/hook",
       "https://[fd12:3456::1]/hook",
       "https://[::ffff:10.0.0.1]/hook",
+      // IPv4 inside IPv6 by other means: NAT64, IPv4-compatible, translated, 6to4; and site-local, discard.
+      "https://[64:ff9b::7f00:1]/hook",
+      "https://[64:ff9b::a00:1]/hook",
+      "https://[::127.0.0.1]/hook",
+      "https://[::a00:1]/hook",
+      "https://[::ffff:0:7f00:1]/hook",
+      "https://[2002:7f00:1::]/hook",
+      "https://[fec0::1]/hook",
+      "https://[100::1]/hook",
+      "https://example.com:0/hook",
     ]) {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
       expect(res.status, `${url}: ${res.text}`).toBe(400);
       expect(res.body.error.param).toBe("url");
+    }
+    // The same forms around a public address are fine.
+    for (const url of ["https://[64:ff9b::5db8:d822]/hook", "https://[2002:5db8:d822::1]/hook", "https://[2606:4700::1111]/hook"]) {
+      const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
+      expect(res.status, `${url}: ${res.text}`).toBe(201);
     }
     const ok = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: "https://93.184.216.34/hook", events: ["*"] } });
     expect(ok.status, ok.text).toBe(201);

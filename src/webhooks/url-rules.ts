@@ -8,7 +8,10 @@ export const URL_MAX_LENGTH = 2048;
 /** Live mode only: hosts that name this machine or a private network. */
 export const liveUrlProblem = (value: string): string | undefined => {
   // A fully qualified name's final dot names the same host (`localhost.` is localhost).
-  const host = new URL(value).hostname.replace(/\.$/, "");
+  const url = new URL(value);
+  // Port 0 reaches nothing anywhere; refused as the addresses below are.
+  if (url.port === "0") return "must not use port 0 with a live credential";
+  const host = url.hostname.replace(/\.$/, "");
   if (host === "localhost" || host.endsWith(".localhost")) return "must not point to localhost with a live credential";
   const v4 = parseIpv4(host);
   if (v4 && isNonPublicIpv4(v4)) return `must not point to a private, loopback or link-local address (${host}) with a live credential`;
@@ -63,14 +66,28 @@ const parseIpv6 = (text: string): number[] | undefined => {
   return all.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? all : undefined;
 };
 
+const bytesOf = (high: number, low: number) => [high >> 8, high & 0xff, low >> 8, low & 0xff];
+
+/**
+ * Not public: the IPv6 ranges that are private, local or special, and every form that carries an IPv4
+ * address inside (mapped, compatible, translated, NAT64, 6to4), judged by that address.
+ */
 const isNonPublicIpv6 = (g: number[]) => {
-  const [g0 = 0, , , , , g5 = 0, g6 = 0, g7 = 0] = g;
-  const zeroPrefix = g.slice(0, 5).every((x) => x === 0);
-  if (zeroPrefix && g5 === 0 && g6 === 0 && g7 <= 1) return true; // :: and ::1
-  if (zeroPrefix && g5 === 0xffff) return isNonPublicIpv4([g6 >> 8, g6 & 0xff, g7 >> 8, g7 & 0xff]); // IPv4-mapped
+  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
+  const embedded = bytesOf(g6, g7);
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0) {
+    if (g4 === 0 && g5 === 0) return true; // ::, ::1 and IPv4-compatible ::a.b.c.d (deprecated; never public)
+    if (g4 === 0 && g5 === 0xffff) return isNonPublicIpv4(embedded); // IPv4-mapped ::ffff:a.b.c.d
+    if (g4 === 0xffff && g5 === 0) return isNonPublicIpv4(embedded); // IPv4-translated ::ffff:0:a.b.c.d
+  }
+  if (g0 === 0x64 && g1 === 0xff9b) return g2 !== 0 || g3 !== 0 || g4 !== 0 || g5 !== 0 || isNonPublicIpv4(embedded); // NAT64 64:ff9b::/96 (and the local-use /48)
+  if (g0 === 0x2002) return isNonPublicIpv4(bytesOf(g1, g2)); // 6to4 2002:a.b.c.d::/48
   return (
+    (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) || // discard-only 100::/64
+    (g0 === 0x2001 && g1 === 0xdb8) || // documentation 2001:db8::/32
     (g0 & 0xfe00) === 0xfc00 || // unique local fc00::/7
     (g0 & 0xffc0) === 0xfe80 || // link-local fe80::/10
+    (g0 & 0xffc0) === 0xfec0 || // site-local fec0::/10 (deprecated)
     (g0 & 0xff00) === 0xff00 // multicast
   );
 };
