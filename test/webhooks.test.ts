@@ -212,4 +212,17 @@ describe("webhook endpoints", () => {
     expect(attempts.body.data[0]).toMatchObject({ status: "succeeded", attempts: 1, last_status_code: 204, last_error: null });
     expect((await t.call("POST", `${t.ws}/webhook_endpoints/we_01JD6Q3Z6W9X8B4N2M5K7P1R3T/test`)).status).toBe(404);
   });
+
+  it("POST /test reaches a disabled endpoint too (it was asked for by name), while events do not", async () => {
+    const { received } = receiver();
+    const t = await tenant();
+    const endpoint = await createEndpoint(t, { enabled: false });
+    const res = await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/test`);
+    expect(res.status, res.text).toBe(200);
+    await until(async () => (await attemptRow(res.body.data.id))?.status === "succeeded");
+    expect(received.map((r) => JSON.parse(r.body).type)).toEqual(["webhook.test"]);
+    // A test event is in the event log too, under its own type.
+    const logged = await t.call("GET", `${t.ws}/events?type=webhook.test`);
+    expect(logged.body.data.map((e: { id: string }) => e.id)).toEqual([res.body.data.event_id]);
+  });
 });

@@ -67,13 +67,14 @@ export const dispatchEvent = async (env: Env, eventId: string, now: number): Pro
 
 /**
  * Try `tryNumber` of an attempt: skipped when a copy of this message got there first; the attempt
- * ends failed, untried, when its endpoint was disabled or deleted since. Otherwise the event is
+ * ends failed, untried, when its endpoint was deleted or (but for a test event) disabled since. Otherwise the event is
  * posted, the outcome recorded, and the next try (if any) enqueued with its delay.
  */
 export const deliverTry = async (env: Env, attemptId: string, tryNumber: number): Promise<void> => {
   const context = await loadTry(env.DB, attemptId);
   if (!context || context.status !== "pending" || context.attempts !== tryNumber) return;
-  if (context.endpoint.deleted || !context.endpoint.enabled) {
+  // A test event is asked for by name: it goes to a disabled endpoint too (to check it before enabling it).
+  if (context.endpoint.deleted || (!context.endpoint.enabled && context.event.type !== "webhook.test")) {
     const reason = context.endpoint.deleted
       ? "The endpoint was deleted; nothing more is delivered to it"
       : "The endpoint was disabled; pending deliveries to it were stopped";
