@@ -18,6 +18,7 @@ import { operationsRouter } from "./operations/operations.index";
 import { segmentsRouter } from "./segments/segments.index";
 import { subscribersRouter } from "./subscribers/subscribers.index";
 import { workspacesRouter } from "./workspaces/workspaces.index";
+import { describeWebhooks } from "./events/webhooks.openapi";
 import { resendWebhookRouter } from "./webhooks/resend.webhook";
 import { eventsRouter } from "./events/events.index";
 import { webhookEndpointsRouter } from "./webhooks/endpoints.index";
@@ -87,6 +88,7 @@ export const createApp = () => {
     scheme: "bearer",
     description: "The operator token (ADMIN_TOKEN secret).",
   });
+  describeWebhooks(app);
   // doc31 serves the document but does not describe itself in it.
   app.openAPIRegistry.registerPath({
     method: "get",

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, tenant } from "./helpers";
+import { accepts, resolve } from "./openapi/arbitraries";
 
 type Operation = { tags?: string[]; security?: unknown[] };
 
@@ -45,6 +46,30 @@ describe("GET /openapi.json", () => {
     expect(named("listSubscribers", "400")).toEqual(["validation_failed", "invalid_cursor"]);
     expect(named("retrieveSubscriber", "400")).toEqual(["validation_failed"]);
     expect(named("createCredential", "400")).toContain("resource_missing");
+  });
+
+  it("describes what an endpoint receives for every event type, and the payload a delivery carries fits it", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const types: string[] = doc.components.schemas.Event.properties.type.enum;
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...types].sort());
+    for (const type of types) {
+      const hook = doc.webhooks[type].post;
+      expect(hook.security, type).toEqual([]);
+      expect(hook.parameters.map((p: { name: string }) => p.name).sort()).toEqual(["webhook-id", "webhook-signature", "webhook-timestamp"]);
+    }
+    expect(doc.webhooks["subscriber.created"].post.requestBody.content["application/json"].schema.properties.data.properties.object.$ref).toBe(
+      "#/components/schemas/Subscriber",
+    );
+    expect(doc.components.schemas.Event.properties.data.properties.object.anyOf).toHaveLength(4);
+    // A real event, as delivered ({type, timestamp, data}), is what the document says.
+    const t = await tenant();
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "hook@example.com", name: "Hook" } });
+    const [event] = (await t.call("GET", `${t.ws}/events`)).body.data;
+    const payload = { type: event.type, timestamp: event.created_at, data: event.data };
+    const schema = resolve(doc, doc.webhooks["subscriber.created"].post.requestBody.content["application/json"].schema);
+    expect(accepts(schema)(payload)).toBe(true);
+    expect(accepts(schema)({ ...payload, type: "subscriber.updated" })).toBe(false);
+    expect(accepts(resolve(doc, doc.components.schemas.Event))(event)).toBe(true);
   });
 
   it("shows a webhook secret example of the documented form: whsec_ and 32 bytes", async () => {

@@ -1,5 +1,9 @@
 import { z } from "@hono/zod-openapi";
+import { CampaignSchema } from "../campaigns/campaigns.schemas";
 import { eventTypes, type events } from "../db/schema";
+import { DeliverySchema } from "../operations/operations.schemas";
+import { SubscriberSchema } from "../subscribers/subscribers.schemas";
+import { EndpointSchema } from "../webhooks/endpoints.schemas";
 import { type ResourceKind, rowFromSnapshot, serializeResource } from "../idempotency/resources";
 import { afterQuery, idParam, isoDateTime, limitQuery, queryEnum, WorkspaceParams } from "../lib/schemas";
 import { iso } from "../lib/time";
@@ -19,8 +23,9 @@ export const EventSchema = z
     type: z.enum(eventTypes),
     created_at: isoDateTime,
     data: z.object({
-      object: z.record(z.string(), z.unknown()).openapi({
-        description: "The resource as the API shows it (a subscriber, a campaign, …), as the change left it.",
+      object: z.union([SubscriberSchema, CampaignSchema, DeliverySchema, EndpointSchema]).openapi({
+        description:
+          "The resource as the API shows it, as the change left it: a subscriber (`subscriber.*`), a campaign (`campaign.*`), a delivery (`delivery.*`) or the endpoint (`webhook.test`).",
       }),
     }),
   })
@@ -39,5 +44,5 @@ export const serializeEvent = (row: EventRow): z.infer<typeof EventSchema> => ({
   object: "event",
   type: row.type,
   created_at: iso(row.createdAt),
-  data: { object: eventObject(row) },
+  data: { object: eventObject(row) as z.infer<typeof EventSchema>["data"]["object"] },
 });
