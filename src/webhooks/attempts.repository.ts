@@ -134,7 +134,7 @@ export const recordTry = async (
 export const stopAttempt = (d1: D1Database, attemptId: string, reason: string, now: number) =>
   d1
     .prepare(
-      `UPDATE webhook_attempts SET status = 'failed', last_error = ?2, next_attempt_at = NULL, updated_at = ?3
+      `UPDATE webhook_attempts SET status = 'failed', last_error = ?2, last_status_code = NULL, next_attempt_at = NULL, updated_at = ?3
         WHERE id = ?1 AND status = 'pending'`,
     )
     .bind(attemptId, reason, now)
