@@ -70,6 +70,9 @@ describe("rendering", () => {
       expect(at('{% if true %}<a href="{{ subscriber.location }}">x</a>{% endif %}', location)).toBe('<a href="#">x</a>');
       expect(at('<a href="{% if true %}{{ subscriber.location }}{% endif %}">x</a>', location)).toBe('<a href="#">x</a>');
       expect(at('<a href="{% echo subscriber.location %}">x</a>', location)).toBe('<a href="#">x</a>');
+      expect(at('<a href="{% cycle subscriber.location, "/b" %}">x</a><a href="{% cycle subscriber.location, "/b" %}">y</a>', location)).toBe(
+        '<a href="#">x</a><a href="/b">y</a>',
+      );
       // After other text or outputs, before the scheme is fixed: any scheme is refused.
       expect(at('<a href="java{{ subscriber.location }}">x</a>', location)).toBe('<a href="java#">x</a>');
       expect(at('<a href="{{ subscriber.name }}{{ subscriber.location }}">x</a>', location)).toBe('<a href="&lt;b&gt;Bob&lt;/b&gt;#">x</a>');

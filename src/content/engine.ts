@@ -1,4 +1,4 @@
-import { CaptureTag, Context, EchoTag, type Emitter, Filter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
+import { CaptureTag, Context, CycleTag, EchoTag, type Emitter, Filter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
 import type { BlockName, ServiceBlocks } from "./layout";
 
 // Two Liquid engines, configured once per isolate: `html` escapes every output (a subscriber named
@@ -176,12 +176,19 @@ function escapeUrlInside(this: FilterThis, value: unknown): string {
 }
 
 /**
- * Gives every output of parsed html (`{{ … }}`, `{% echo %}`) printed into a URL attribute before
+ * Gives every output of parsed html (`{{ … }}`, `{% echo %}`, `{% cycle %}`) printed into a URL attribute before
  * its scheme is fixed the escaping that keeps the scheme safe. Idempotent (parsed templates are
  * cached): it sets the handler, it does not wrap it.
  */
 export const guardUrlOutputs = (templates: Template[]): Template[] => {
   for (const template of walk(templates)) {
+    if (template instanceof CycleTag) {
+      // `cycle` escapes each value with its engine's outputEscape as it writes it: in a URL, it gets
+      // an engine whose outputEscape is the guard.
+      const place = urlPlace(template.token.input, template.token.begin);
+      (template as unknown as { liquid: Liquid }).liquid = place === null ? htmlEngine : guardedEngine(place === "start" ? escapeUrlStart : escapeUrlInside);
+      continue;
+    }
     const filters = (template as { value?: { filters?: { handler: unknown }[] } }).value?.filters;
     if (!filters) continue;
     const last = filters.at(-1);
@@ -201,6 +208,17 @@ export const guardUrlOutputs = (templates: Template[]): Template[] => {
 };
 
 const ESCAPES: ReadonlySet<unknown> = new Set([escapeOutput, escapeUrlStart, escapeUrlInside]);
+
+/** The html engine with another outputEscape (for the tags that escape through it as they write). */
+const guardedEngines = new Map<unknown, Liquid>();
+const guardedEngine = (escape: typeof escapeUrlStart): Liquid => {
+  let engine = guardedEngines.get(escape);
+  if (!engine) {
+    engine = Object.create(htmlEngine, { options: { value: { ...htmlEngine.options, outputEscape: escape } } }) as Liquid;
+    guardedEngines.set(escape, engine);
+  }
+  return engine;
+};
 
 /** The filters the html engine replaces: an output they appear in evaluates differently there. */
 export const HTML_OWN_FILTERS: ReadonlySet<string> = new Set(["escape", "escape_once"]);
