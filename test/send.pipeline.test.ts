@@ -541,6 +541,48 @@ describe("consent at delivery time", () => {
     expect(skipped).toMatchObject({ status: "failed", attempts: 0, provider_message_id: null, error: { code: "recipient_inactive" } });
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 4, failed: 1 } });
   });
+
+  it("never mails one who leaves, or changes address, while the batch waits for its provider slot (looked at again right before the request)", async () => {
+    // A pacer that hands out a slot 400 ms away: the chunk is read and rendered, then waits.
+    const pacer = {
+      reserve: async () => ({ at: Date.now() + 400, waitMs: 400, granted: true }),
+      pause: async () => undefined,
+      confirm: async () => true,
+    };
+    const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
+    const ids = await seedSubscribers(h.t.workspace.id, 5);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out: five deliveries queued
+    const delivering = h.step();
+    await new Promise((r) => setTimeout(r, 150));
+    expect(resend.calls).toHaveLength(0);
+    const [left, moved] = [ids[1], ids[3]];
+    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${left}`, { body: { status: "unsubscribed" } })).status).toBe(200);
+    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${moved}`, { body: { email: "moved@example.com" } })).status).toBe(200);
+    await delivering;
+    await h.drain();
+
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["user0@example.com", "user2@example.com", "user4@example.com"]);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.find((d) => d.subscriber_id === left)).toMatchObject({ status: "failed", attempts: 0, error: { code: "recipient_inactive" } });
+    expect(deliveries.find((d) => d.subscriber_id === moved)).toMatchObject({ status: "failed", attempts: 0, email: "user3@example.com", error: { code: "recipient_changed" } });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 3, failed: 2 } });
+  });
+
+  it("never mails an old address: a subscriber whose email changed after the fan-out fails recipient_changed (a change of case is no change)", async () => {
+    const { h, ids, resend, campaign } = await resendSend({ recipients: 3 });
+    await h.step(); // start
+    await h.step(); // fan-out
+    await h.t.call("PATCH", `${h.t.ws}/subscribers/${ids[0]}`, { body: { email: "new0@example.com" } });
+    await h.t.call("PATCH", `${h.t.ws}/subscribers/${ids[1]}`, { body: { email: "USER1@example.com" } });
+    await h.drain();
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["user1@example.com", "user2@example.com"]);
+    const changed = (await allDeliveries(h.t, campaign.id)).find((d) => d.subscriber_id === ids[0]);
+    expect(changed).toMatchObject({ status: "failed", attempts: 0, provider_message_id: null, error: { code: "recipient_changed" } });
+  });
 });
 
 describe("queue edges", () => {

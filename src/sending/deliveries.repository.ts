@@ -162,6 +162,8 @@ export type QueuedDelivery = {
   attempts: number;
   /** Whether the subscriber is still active now, at delivery time. */
   active: boolean;
+  /** Whether the subscriber's address is still the delivery's (a change of case aside). */
+  sameAddress: boolean;
   /** The code of the error its last attempt recorded, if any. */
   lastError: string | null;
   fields: SubscriberFields;
@@ -193,7 +195,7 @@ export const queuedChunk = async (
           ORDER BY subscriber_id LIMIT 1
        )
        SELECT d.id, d.subscriber_id, d.email, d.attempts, d.chunk_end, first.more,
-              coalesce(s.status = 'active', 0) AS active,
+              coalesce(s.status = 'active', 0) AS active, coalesce(lower(s.email) = lower(d.email), 0) AS same_address,
               json_extract(d.error, '$.code') AS last_error, s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
         WHERE d.campaign_id = ?1 AND d.subscriber_id >= first.subscriber_id AND d.status = 'queued'
@@ -211,6 +213,7 @@ export const queuedChunk = async (
         chunk_end: string | null;
         more: number;
         active: number;
+        same_address: number;
         last_error: string | null;
       } & SubscriberFieldsRow
     >();
@@ -220,6 +223,7 @@ export const queuedChunk = async (
     email: r.email,
     attempts: r.attempts,
     active: r.active === 1,
+    sameAddress: r.same_address === 1,
     lastError: r.last_error,
     fields: subscriberFields(r),
   }));
@@ -227,6 +231,24 @@ export const queuedChunk = async (
   // More queued rows in the range after this chunk (read by chunk), or past `limit` (read by range).
   const more = first?.chunk_end ? first.more === 1 : rows.length >= limit;
   return { rows: first?.chunk_end ? rows : rows.slice(0, limit - 1), chunkEnd: first?.chunk_end ?? null, more };
+};
+
+/**
+ * Of the given deliveries, those whose subscriber may no longer be mailed at the delivery's address,
+ * read again just before their batch request leaves: gone (deleted), no longer active, or at another
+ * address now. One indexed read of at most one chunk.
+ */
+export const recipientsGone = async (d1: D1Database, deliveryIds: string[]): Promise<{ id: string; active: boolean }[]> => {
+  const { results } = await d1
+    .prepare(
+      `SELECT d.id, coalesce(s.status = 'active', 0) AS active
+         FROM deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
+        WHERE d.id IN (SELECT value FROM json_each(?1))
+          AND (s.id IS NULL OR s.status <> 'active' OR lower(s.email) <> lower(d.email))`,
+    )
+    .bind(JSON.stringify(deliveryIds))
+    .all<{ id: string; active: number }>();
+  return results.map((r) => ({ id: r.id, active: r.active === 1 }));
 };
 
 export type DeliveryResults = {

@@ -15,6 +15,7 @@ import {
   type NewDelivery,
   type QueuedDelivery,
   queuedChunk,
+  recipientsGone,
   recipientWindow,
   recordDeliveryResults,
 } from "./deliveries.repository";
@@ -205,6 +206,11 @@ const recipientInactive: DeliveryError = {
   message: "The subscriber was no longer active when the delivery's turn came; nothing was sent",
 };
 
+const recipientChanged: DeliveryError = {
+  code: "recipient_changed",
+  message: "The subscriber's address changed after the delivery was created; nothing was sent to the old one",
+};
+
 const noOutcome: DeliveryError = { code: "provider_no_answer", message: "The provider gave no outcome for this message" };
 
 const notConfigured = (slug: string): DeliveryError => ({
@@ -232,7 +238,7 @@ const deliver = async (
 
   const outcomes: SendOutcome[] =
     integration && composer
-      ? await handOver(integration, composer, op.id, rows)
+      ? await handOver(deps.d1, integration, composer, op.id, rows)
       : rows.map(() => ({ kind: "failed", error: notConfigured(op.deliveryIntegration) }));
   const deferred = outcomes.find((o): o is Extract<SendOutcome, { kind: "deferred" }> => o.kind === "deferred");
   if (deferred) {
@@ -251,8 +257,8 @@ const deliver = async (
     const outcome: SendOutcome = outcomes[i] ?? { kind: "retry", error: noOutcome };
     if (outcome.kind === "sent") results.sent.push({ id: row.id, providerMessageId: outcome.providerMessageId });
     else if (outcome.kind === "failed" || row.attempts + 1 >= MAX_DELIVERY_ATTEMPTS) {
-      // Attempted: handed to the integration (not skipped as inactive, unrenderable or unconfigured).
-      const attempted = row.active && integration !== undefined && outcome.error.code !== RENDER_FAILED;
+      // Attempted: handed to the integration (not skipped as inactive, moved, unrenderable or unconfigured).
+      const attempted = integration !== undefined && !LEFT_OUT.has(outcome.error.code);
       results.failed.push({ id: row.id, error: outcome.error, attempted });
     } else {
       results.retry.push({ id: row.id, error: outcome.error });
@@ -278,7 +284,7 @@ export const batchKey = async (operationId: string, deliveryIds: string[]): Prom
 };
 
 /** Errors recorded for a row that was left out of its batch's request (never handed over). */
-const LEFT_OUT = new Set([recipientInactive.code, RENDER_FAILED]);
+const LEFT_OUT = new Set([recipientInactive.code, recipientChanged.code, RENDER_FAILED]);
 
 /**
  * Renders the chunk's messages and hands the sendable ones to the integration as one batch. A row
@@ -288,11 +294,13 @@ const LEFT_OUT = new Set([recipientInactive.code, RENDER_FAILED]);
  * the batch was being retried is left out of the retry; if the provider then says the batch was
  * accepted earlier (with them in it), they were mailed by that request, and are recorded as sent.
  */
-const handOver = async (integration: Integration, composer: Composer, operationId: string, rows: QueuedDelivery[]): Promise<SendOutcome[]> => {
+const handOver = async (d1: D1Database, integration: Integration, composer: Composer, operationId: string, rows: QueuedDelivery[]): Promise<SendOutcome[]> => {
   const local: (SendOutcome | OutboundEmail)[] = await Promise.all(
     rows.map(async (row): Promise<SendOutcome | OutboundEmail> => {
-      // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them.
+      // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them; nor
+      // an old address (the subscriber's is another now), with the new one's data.
       if (!row.active) return { kind: "failed", error: recipientInactive };
+      if (!row.sameAddress) return { kind: "failed", error: recipientChanged };
       try {
         return await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
       } catch (err) {
@@ -302,18 +310,23 @@ const handOver = async (integration: Integration, composer: Composer, operationI
     }),
   );
   const emails = local.filter((x): x is OutboundEmail => !("kind" in x));
-  const sent = emails.length === 0 ? [] : await integration.sendBatch(emails, await batchKey(operationId, rows.map((r) => r.id)));
+  // Looked at again right before the request leaves (it may wait for the provider's rate first).
+  const leftOut = async (ids: string[]) =>
+    new Map((await recipientsGone(d1, ids)).map((gone) => [gone.id, gone.active ? recipientChanged : recipientInactive] as const));
+  const sent = emails.length === 0 ? [] : await integration.sendBatch(emails, await batchKey(operationId, rows.map((r) => r.id)), { leftOut });
   const pending = sent.find((o) => o.kind === "retry" || o.kind === "deferred");
   const acceptedEarlier = sent.some((o) => o.kind === "sent" && o.acceptedEarlier === true);
   let next = 0;
   return local.map((x, i): SendOutcome => {
-    if (!("kind" in x)) return sent[next++] ?? { kind: "retry", error: noOutcome };
+    // Skipped here, or left out of the request itself at the last look: the same rules.
+    const outcome = "kind" in x ? x : (sent[next++] ?? { kind: "retry", error: noOutcome });
+    if (!("kind" in x) && !(outcome.kind === "failed" && outcome.leftOut)) return outcome;
     if (pending?.kind === "deferred") return pending;
     const row = rows[i];
     // Handed over in the request that was accepted (its last attempt met a provider error, not a skip).
     if (acceptedEarlier && row && row.attempts > 0 && row.lastError !== null && !LEFT_OUT.has(row.lastError)) {
       return { kind: "sent", providerMessageId: null, acceptedEarlier: true };
     }
-    return pending?.kind === "retry" && x.kind === "failed" ? { kind: "retry", error: x.error, retryAfterSeconds: pending.retryAfterSeconds } : x;
+    return pending?.kind === "retry" && outcome.kind === "failed" ? { kind: "retry", error: outcome.error, retryAfterSeconds: pending.retryAfterSeconds } : outcome;
   });
 };

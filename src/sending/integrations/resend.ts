@@ -1,5 +1,5 @@
 import { LEAD_MS, maxRps, type Pacer, pacerFor } from "../pacer";
-import type { DeliveryError, Integration, OutboundEmail, SendOutcome } from "./types";
+import type { DeliveryError, Integration, OutboundEmail, SendOptions, SendOutcome } from "./types";
 
 // Resend's batch endpoint: up to 100 emails a request, every request through the account-wide pacer
 // (src/sending/pacer.ts). Permissive validation makes Resend send the valid emails of a batch and
@@ -94,7 +94,7 @@ type Config = { apiKey: string; baseUrl: string; rps: number; pacer: Pacer };
  * come so late that leaving now would crowd the senders that kept their slots; then a later slot is
  * reserved instead.
  */
-const awaitSlot = async (config: Config): Promise<Deferred | undefined> => {
+const awaitSlot = async (config: Config, beforeConfirm?: () => Promise<void>): Promise<Deferred | undefined> => {
   for (;;) {
     const slot = await config.pacer.reserve(config.rps, MAX_SLOT_WAIT_MS);
     if (!slot.granted) {
@@ -102,6 +102,9 @@ const awaitSlot = async (config: Config): Promise<Deferred | undefined> => {
     }
     const untilConfirm = slot.at - LEAD_MS - Date.now();
     if (untilConfirm > 0) await sleep(untilConfirm);
+    // The last look before the request (who is still to be mailed), ahead of the confirmation, so
+    // that a slow look makes the request late only as the pacer knows it.
+    await beforeConfirm?.();
     if (!(await config.pacer.confirm(slot.at, config.rps))) continue;
     const wait = slot.at - Date.now();
     if (wait > 0) await sleep(wait);
@@ -182,12 +185,14 @@ const request = async (config: Config, emails: OutboundEmail[], body: string, ke
  * lost answer costs one more slot instead of a whole timeout. When every request has failed, the
  * failure is the answer (a 429 first, for its Retry-After).
  */
-const ask = async (config: Config, emails: OutboundEmail[], key: string): Promise<Reply> => {
-  // Built before the slot, so the request leaves as soon as its slot comes.
-  const body = JSON.stringify(emails.map(payload));
+const ask = async (config: Config, emails: OutboundEmail[], key: string, held?: HeldSlot): Promise<Reply> => {
+  // Built before the slot, so the request leaves as soon as its slot comes (or with it, when held).
+  const body = held?.body ?? JSON.stringify(emails.map(payload));
   const hedgeAfter = hedgeAfterMs(recentAnswers);
-  const deferred = await awaitSlot(config);
-  if (deferred) return deferred;
+  if (!held) {
+    const deferred = await awaitSlot(config);
+    if (deferred) return deferred;
+  }
   const stop = new AbortController();
   return new Promise<Reply>((resolve, reject) => {
     const failures: Retryable[] = [];
@@ -230,9 +235,12 @@ const ask = async (config: Config, emails: OutboundEmail[], key: string): Promis
   });
 };
 
+/** A slot already waited for and confirmed, and the body to send in it. */
+type HeldSlot = { body: string };
+
 /** The batch's answer; a 4xx naming one message fails that one and sends the rest as a batch of their own. */
-const post = async (config: Config, emails: OutboundEmail[], key: string): Promise<Answer> => {
-  const reply = await ask(config, emails, key);
+const post = async (config: Config, emails: OutboundEmail[], key: string, held?: HeldSlot): Promise<Answer> => {
+  const reply = await ask(config, emails, key, held);
   if (reply.kind !== "split") return reply;
   const restAnswer = await post(config, emails.filter((_, i) => i !== reply.index), `${key}~${reply.index}`);
   if (restAnswer.kind !== "done") return restAnswer;
@@ -241,15 +249,41 @@ const post = async (config: Config, emails: OutboundEmail[], key: string): Promi
   return { kind: "done", outcomes };
 };
 
-const sendBatch = async (config: Config, emails: OutboundEmail[], key: string): Promise<SendOutcome[]> => {
-  const seconds = (ms?: number) => (ms === undefined ? undefined : Math.ceil(ms / 1000));
+/**
+ * The batch, without the recipients `options.leftOut` names when its first slot comes (asked right
+ * before the request leaves, so nobody who left while the batch waited for the rate is mailed); the
+ * left-out ones answer `failed` with `leftOut`.
+ */
+const sendBatch = async (config: Config, emails: OutboundEmail[], key: string, options: SendOptions = {}): Promise<SendOutcome[]> => {
+  const { leftOut } = options;
+  if (!leftOut) return tries(config, emails, key);
+  let left = new Map<string, DeliveryError>();
+  let sending = emails;
+  let held: HeldSlot | undefined;
+  const deferred = await awaitSlot(config, async () => {
+    left = await leftOut(emails.map((email) => email.deliveryId));
+    sending = left.size === 0 ? emails : emails.filter((email) => !left.has(email.deliveryId));
+    held = { body: JSON.stringify(sending.map(payload)) };
+  });
+  if (deferred) return emails.map(() => deferredOutcome(deferred));
+  const outcomes = sending.length === 0 ? [] : await tries(config, sending, key, held);
+  let next = 0;
+  return emails.map((email): SendOutcome => {
+    const error = left.get(email.deliveryId);
+    return error ? { kind: "failed", error, leftOut: true } : (outcomes[next++] ?? { kind: "retry", error: { code: "provider_no_answer", message: "No outcome" } });
+  });
+};
+
+const seconds = (ms?: number) => (ms === undefined ? undefined : Math.ceil(ms / 1000));
+
+const deferredOutcome = (deferred: Deferred): SendOutcome => ({ kind: "deferred", error: deferred.error, retryAfterSeconds: seconds(deferred.retryAfterMs) ?? 1 });
+
+/** Up to TRIES_PER_STEP requests for the batch (the first in `held`, when its slot is held already). */
+const tries = async (config: Config, emails: OutboundEmail[], key: string, held?: HeldSlot): Promise<SendOutcome[]> => {
   for (let attempt = 1; ; attempt++) {
-    const answer = await post(config, emails, key);
+    const answer = await post(config, emails, key, attempt === 1 ? held : undefined);
     if (answer.kind === "done") return answer.outcomes;
-    if (answer.kind === "deferred") {
-      const retryAfterSeconds = seconds(answer.retryAfterMs) ?? 1;
-      return emails.map(() => ({ kind: "deferred", error: answer.error, retryAfterSeconds }));
-    }
+    if (answer.kind === "deferred") return emails.map(() => deferredOutcome(answer));
     // A 429 holds every sender back, not only this one: the pacer starts no request before it ends.
     if (answer.status === 429) await config.pacer.pause(answer.retryAfterMs ?? 1000);
     if (attempt >= TRIES_PER_STEP) return emails.map(() => ({ kind: "retry", error: answer.error, retryAfterSeconds: seconds(answer.retryAfterMs) }));
@@ -273,5 +307,5 @@ export const resendIntegration = (
     rps: maxRps(env),
     pacer,
   };
-  return { slug: "resend", chunkSize: RESEND_BATCH_SIZE, sendBatch: (emails, key) => sendBatch(config, emails, key) };
+  return { slug: "resend", chunkSize: RESEND_BATCH_SIZE, sendBatch: (emails, key, options) => sendBatch(config, emails, key, options) };
 };

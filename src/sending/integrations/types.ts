@@ -23,13 +23,25 @@ export type SendOutcome =
   | { kind: "sent"; providerMessageId: string | null; acceptedEarlier?: boolean }
   /** Worth trying again later (rate limited, provider or network trouble). */
   | { kind: "retry"; error: DeliveryError; retryAfterSeconds?: number }
-  /** Will never succeed as sent (rejected address, bad request). */
-  | { kind: "failed"; error: DeliveryError }
+  /**
+   * Will never succeed as sent (rejected address, bad request). `leftOut`: not in the request at all,
+   * its recipient having left (or moved) just before it left (SendOptions.leftOut).
+   */
+  | { kind: "failed"; error: DeliveryError; leftOut?: boolean }
   /**
    * Not handed over at all (no free provider slot soon enough): nothing was attempted, so it costs
    * the delivery none of its attempts. The batch is asked for again after `retryAfterSeconds`.
    */
   | { kind: "deferred"; error: DeliveryError; retryAfterSeconds: number };
+
+export type SendOptions = {
+  /**
+   * Asked right before the batch's request leaves (after any wait for the provider's rate): the
+   * deliveries to leave out of it, with why. A recipient who unsubscribed while the batch waited is
+   * not mailed.
+   */
+  leftOut?: (deliveryIds: string[]) => Promise<Map<string, DeliveryError>>;
+};
 
 export interface Integration {
   readonly slug: string;
@@ -46,5 +58,5 @@ export interface Integration {
    * `idempotencyKey` names the batch: the same key on every retry of the same batch, so a provider
    * that already accepted it answers as before instead of sending again.
    */
-  sendBatch(emails: OutboundEmail[], idempotencyKey: string): Promise<SendOutcome[]>;
+  sendBatch(emails: OutboundEmail[], idempotencyKey: string, options?: SendOptions): Promise<SendOutcome[]>;
 }
