@@ -73,7 +73,7 @@ describe("rendering", () => {
       expect(at('<a href="{% cycle subscriber.location, "/b" %}">x</a><a href="{% cycle subscriber.location, "/b" %}">y</a>', location)).toBe(
         '<a href="#">x</a><a href="/b">y</a>',
       );
-      // After other text or outputs, before the scheme is fixed: any scheme is refused.
+      // After other text or outputs, before the scheme is fixed: the value's own scheme is checked.
       expect(at('<a href="java{{ subscriber.location }}">x</a>', location)).toBe('<a href="java#">x</a>');
       expect(at('<a href="{{ subscriber.name }}{{ subscriber.location }}">x</a>', location)).toBe('<a href="&lt;b&gt;Bob&lt;/b&gt;#">x</a>');
     }
@@ -82,6 +82,21 @@ describe("rendering", () => {
     for (const location of ["https://example.com/a?b=c", "HTTP://x.example", "mailto:a@example.com", "tel:+331", "page.html", "/a:b", "?q=a:b", "#top"]) {
       expect(at('<a href="{{ subscriber.location }}">x</a>', location)).toBe(`<a href="${location}">x</a>`);
     }
+    // However the template puts text before the value: a branch not taken, a comment, an entity, no
+    // space between attributes, a long tag: the scheme is still open, and the value is checked.
+    const js = "javascript:alert(1)";
+    expect(at('<a href="{% if false %}https://x.example/{% endif %}{{ subscriber.location }}">x</a>', js)).toBe('<a href="#">x</a>');
+    expect(at('<a href="{% comment %}https://{% endcomment %}{{ subscriber.location }}">x</a>', js)).toBe('<a href="#">x</a>');
+    expect(at('<a href="&#10;{{ subscriber.location }}">x</a>', js)).toBe('<a href="&#10;#">x</a>');
+    expect(at('<a title="t"href="{{ subscriber.location }}">x</a><a/href="{{ subscriber.location }}">y</a>', js)).toBe('<a title="t"href="#">x</a><a/href="#">y</a>');
+    const long = `<a style="${"color:red;".repeat(200)}" href="{{ subscriber.location }}">x</a>`;
+    expect(at(long, js)).toBe(long.replace("{{ subscriber.location }}", "#"));
+    // Safe schemes pass wherever the value lands: srcset entries, echo inside {% liquid %}.
+    const https = "https://cdn.example.com/a.png";
+    expect(at('<img srcset="a.png 1x, {{ subscriber.location }} 2x">', https)).toBe(`<img srcset="a.png 1x, ${https} 2x">`);
+    expect(at('<img srcset="a.png 1x, {{ subscriber.location }} 2x">', js)).toBe('<img srcset="a.png 1x, # 2x">');
+    expect(at('<a href="{% liquid echo subscriber.location %}">x</a>', https)).toBe(`<a href="${https}">x</a>`);
+    expect(at('<a href="{% liquid echo subscriber.location %}">x</a>', js)).toBe('<a href="#">x</a>');
     expect(at('<a href="https://example.com/?q={{ subscriber.location }}">x</a>', "javascript:alert(1)")).toBe('<a href="https://example.com/?q=javascript:alert(1)">x</a>');
     expect(at('<a title="{{ subscriber.location }}" href="/">x</a><p>{{ subscriber.location }}</p>', "javascript:1")).toBe(
       '<a title="javascript:1" href="/">x</a><p>javascript:1</p>',

@@ -1,5 +1,6 @@
 import { CaptureTag, Context, CycleTag, EchoTag, type Emitter, Filter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
 import type { BlockName, ServiceBlocks } from "./layout";
+import { LIQUID } from "./liquid-syntax";
 
 // Two Liquid engines, configured once per isolate: `html` escapes every output (a subscriber named
 // `<b>Bob</b>` is shown as that text), `plain` (subject, preheader, text) does not. Neither touches
@@ -135,70 +136,91 @@ export const walk = function* (templates: Template[]): Generator<Template> {
 // A value printed into a URL attribute where the template has not fixed the scheme yet
 // (`<a href="{{ subscriber.location }}">`) could make the link `javascript:…` or `data:…`: escaping
 // keeps it from ending the attribute, not from being a script. Such an output is escaped by
-// `escapeUrlOutput` instead, which prints `#` for a value that would bring a scheme other than
-// http(s), mailto, tel or sms (at the value's start), or any scheme at all (after other text or
-// outputs, where what it joins cannot be told).
-const URL_ATTRIBUTE = /\s(?:href|src|srcset|action|formaction|background|poster|cite|xlink:href|data)\s*=\s*(?:"([^"]*)|'([^']*)|([^\s"'=<>`]*))$/i;
+// `escapeUrl` instead, which prints `#` for a value that brings a scheme other than http(s),
+// mailto, tel or sms. That is enough wherever the value lands before the scheme is fixed: a URL's
+// scheme is everything before its first colon, so one completed by this value ends with the value's
+// own text before its colon, which is then one of those words (`java` + `script:x` is refused for
+// its `script`; `xyz` + `https:` makes an unknown scheme, which runs nothing).
+const URL_ATTRIBUTE = /[\s"'/](?:href|src|srcset|action|formaction|background|poster|cite|xlink:href|data)\s*=\s*(?:"([^"]*)|'([^']*)|([^\s"'=<>`]*))$/i;
 const SAFE_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "mailto", "tel", "sms"]);
 /** What browsers skip in a URL before reading its scheme (controls and spaces, anywhere in it). */
 const SKIPPED = /[\u0000-\u0020\u007f]+/g;
+/** Stands for Liquid's own markup in a masked source: text that is not known until rendering. */
+const UNKNOWN = "\u0000";
 
-/** Where an output at `begin` of `source` prints: at the start of a URL attribute's value, inside one before its scheme is fixed, or elsewhere. */
-const urlPlace = (source: string, begin: number): "start" | "inside" | null => {
-  // The markup before it, with Liquid's own markup out of the way (an output stands for unknown text).
-  const before = source
-    .slice(Math.max(0, begin - 1024), begin)
-    .replace(/\{%[\s\S]*?%\}/g, "")
-    .replace(/\{\{[\s\S]*?\}\}/g, "\u0000");
-  const tag = before.slice(before.lastIndexOf("<"));
-  // Still inside the tag: no `>` but in the quoted values of earlier attributes.
-  if (!tag.startsWith("<") || tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">")) return null;
-  const m = URL_ATTRIBUTE.exec(tag);
-  if (!m) return null;
-  const sofar = (m[1] ?? m[2] ?? m[3] ?? "").replace(SKIPPED, "");
-  if (/[:/?#]/.test(sofar)) return null;
-  return sofar === "" ? "start" : "inside";
+/**
+ * The source with each Liquid tag and output replaced by as many UNKNOWN characters (positions
+ * unchanged), and where each piece begins; computed once per source (a template's outputs in turn).
+ */
+let masking: { source: string; masked: string; pieces: { begin: number; end: number }[] } | undefined;
+const maskedSource = (source: string) => {
+  if (masking?.source !== source) {
+    const pieces: { begin: number; end: number }[] = [];
+    const masked = source.replace(LIQUID, (piece: string, at: number) => {
+      pieces.push({ begin: at, end: at + piece.length });
+      return UNKNOWN.repeat(piece.length);
+    });
+    masking = { source, masked, pieces };
+  }
+  return masking;
 };
 
-/** `text` unless it would bring a scheme not known to be safe to the URL it is printed into. */
-export const urlSafe = (text: string, atStart: boolean): string => {
+/**
+ * Whether what a template prints at `begin` of `source` lands in a URL attribute whose scheme the
+ * template's own text has not fixed before it. Markup is read as a browser reads it: from the tag's
+ * `<`, however far back; a Liquid tag or output before it (a branch, a comment, another value) and an
+ * entity (`&#10;` decodes to what a browser skips) leave the scheme open.
+ */
+const inOpenUrl = (source: string, begin: number): boolean => {
+  const { masked, pieces } = maskedSource(source);
+  // An `echo` inside `{% liquid %}` prints where that tag stands.
+  const enclosing = pieces.find((piece) => piece.begin < begin && begin < piece.end);
+  const before = masked.slice(0, enclosing?.begin ?? begin);
+  const tag = before.slice(before.lastIndexOf("<"));
+  // Still inside the tag: no `>` but in the quoted values of earlier attributes.
+  if (!tag.startsWith("<") || tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">")) return false;
+  const m = URL_ATTRIBUTE.exec(tag);
+  if (!m) return false;
+  const sofar = m[1] ?? m[2] ?? m[3] ?? "";
+  const known = sofar.slice(0, Math.min(...[sofar.indexOf(UNKNOWN), sofar.indexOf("&"), sofar.length].filter((i) => i !== -1)));
+  return !/[:/?#]/.test(known.replace(SKIPPED, ""));
+};
+
+/** `text` unless it brings a scheme not known to be safe to the URL it is printed into. */
+export const urlSafe = (text: string): string => {
   const squeezed = text.includes(":") ? text.replace(SKIPPED, "") : text;
   const end = squeezed.search(/[:/?#]/);
   if (end === -1 || squeezed[end] !== ":") return text;
-  return atStart && SAFE_SCHEMES.has(squeezed.slice(0, end).toLowerCase()) ? text : "#";
+  return SAFE_SCHEMES.has(squeezed.slice(0, end).toLowerCase()) ? text : "#";
 };
 
-function escapeUrlStart(this: FilterThis, value: unknown): string {
-  return escapeOutput.call(this, urlSafe(stringify(value), true));
-}
-function escapeUrlInside(this: FilterThis, value: unknown): string {
-  return escapeOutput.call(this, urlSafe(stringify(value), false));
+function escapeUrl(this: FilterThis, value: unknown): string {
+  return escapeOutput.call(this, urlSafe(stringify(value)));
 }
 
 /**
- * Gives every output of parsed html (`{{ … }}`, `{% echo %}`, `{% cycle %}`) printed into a URL attribute before
- * its scheme is fixed the escaping that keeps the scheme safe. Idempotent (parsed templates are
- * cached): it sets the handler, it does not wrap it.
+ * Gives every output of parsed html (`{{ … }}`, `{% echo %}`, `{% cycle %}`) printed into a URL
+ * attribute before its scheme is fixed the escaping that keeps the scheme safe. Idempotent (parsed
+ * templates are cached): it sets the handler, it does not wrap it.
  */
 export const guardUrlOutputs = (templates: Template[]): Template[] => {
   for (const template of walk(templates)) {
+    const guarded = () => inOpenUrl(template.token.input, template.token.begin);
     if (template instanceof CycleTag) {
       // `cycle` escapes each value with its engine's outputEscape as it writes it: in a URL, it gets
       // an engine whose outputEscape is the guard.
-      const place = urlPlace(template.token.input, template.token.begin);
-      (template as unknown as { liquid: Liquid }).liquid = place === null ? htmlEngine : guardedEngine(place === "start" ? escapeUrlStart : escapeUrlInside);
+      (template as unknown as { liquid: Liquid }).liquid = guarded() ? urlEngine() : htmlEngine;
       continue;
     }
     const filters = (template as { value?: { filters?: { handler: unknown }[] } }).value?.filters;
     if (!filters) continue;
     const last = filters.at(-1);
     // An output's escaping is its last filter; `echo` escapes as it writes, unless its last filter is raw.
-    const escaping = last !== undefined && ESCAPES.has(last.handler);
+    const escaping = last !== undefined && (last.handler === escapeOutput || last.handler === escapeUrl);
     if (!escaping && !(template instanceof EchoTag)) continue;
-    const place = urlPlace(template.token.input, template.token.begin);
-    const handler = place === "start" ? escapeUrlStart : place === "inside" ? escapeUrlInside : escapeOutput;
+    const handler = guarded() ? escapeUrl : escapeOutput;
     if (escaping) last.handler = handler;
-    else if (place !== null) {
+    else if (handler === escapeUrl) {
       // (liquidjs does not export FilterToken; a filter reads only its name and arguments from it.)
       const token = { name: "escape", args: [] } as unknown as ConstructorParameters<typeof Filter>[0];
       filters.push(new Filter(token, { handler, raw: true }, htmlEngine) as unknown as { handler: unknown });
@@ -207,18 +229,10 @@ export const guardUrlOutputs = (templates: Template[]): Template[] => {
   return templates;
 };
 
-const ESCAPES: ReadonlySet<unknown> = new Set([escapeOutput, escapeUrlStart, escapeUrlInside]);
-
-/** The html engine with another outputEscape (for the tags that escape through it as they write). */
-const guardedEngines = new Map<unknown, Liquid>();
-const guardedEngine = (escape: typeof escapeUrlStart): Liquid => {
-  let engine = guardedEngines.get(escape);
-  if (!engine) {
-    engine = Object.create(htmlEngine, { options: { value: { ...htmlEngine.options, outputEscape: escape } } }) as Liquid;
-    guardedEngines.set(escape, engine);
-  }
-  return engine;
-};
+/** The html engine with the URL guard as its outputEscape (for the tags that escape through it as they write). */
+let guardedEngine: Liquid | undefined;
+const urlEngine = (): Liquid =>
+  (guardedEngine ??= Object.create(htmlEngine, { options: { value: { ...htmlEngine.options, outputEscape: escapeUrl } } }) as Liquid);
 
 /** The filters the html engine replaces: an output they appear in evaluates differently there. */
 export const HTML_OWN_FILTERS: ReadonlySet<string> = new Set(["escape", "escape_once"]);
