@@ -187,6 +187,10 @@ describe("POST /webhooks/resend: what later events may change", () => {
     expect(await s.subscriberStatus(complained.subscriber_id)).toBe("unsubscribed");
     const bounced = (await s.h.t.call("GET", `${s.h.t.ws}/events?type=subscriber.bounced`)).body.data as { data: { object: { id: string } } }[];
     expect(bounced.map((e) => e.data.object.id)).not.toContain(complained.subscriber_id);
+    // Even after the API brought the complainer back: the bounce is for the message complained about.
+    await s.h.t.call("PATCH", `${s.h.t.ws}/subscribers/${complained.subscriber_id}`, { body: { status: "active" } });
+    expect((await bounce(complained, "Permanent")).body.data.result).toBe("ignored");
+    expect(await s.subscriberStatus(complained.subscriber_id)).toBe("active");
   });
 
   it("finds a delivery whose message id was never learnt by its delivery_id tag, and learns the id", async () => {

@@ -53,14 +53,16 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
         },
       ];
       // Only a permanent bounce says the address is dead; others are recorded on the delivery. A
-      // complaint stays what keeps the address out (the delivery stays complained too): a bounce
-      // reported after it changes neither.
+      // complaint stays what it is: a bounce for the very message complained about changes neither
+      // the delivery nor the subscriber (whatever the API did to the status since), and one for
+      // another message leaves an address the complaint keeps out as it is.
       if (event.bounceType !== "Permanent") return effects;
       return [
         ...effects,
         {
           sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
-                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'`,
+                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'
+                   AND NOT EXISTS (SELECT 1 FROM deliveries WHERE provider_message_id = ?2 AND status = 'complained')`,
           event: { type: "subscriber.bounced", resource: "subscriber", id: subscriber },
         },
       ];
