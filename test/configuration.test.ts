@@ -95,7 +95,16 @@ describe("configuration problems", () => {
   });
 
   it("/health warns while real mail would carry links to an origin that is not public https (still 200)", async () => {
-    for (const origin of ["http://localhost:8787", "https://localhost:8787", "http://news.example.com", "https://127.0.0.1", "not a url"]) {
+    for (const origin of [
+      "http://localhost:8787",
+      "https://localhost:8787",
+      "http://news.example.com",
+      "https://127.0.0.1",
+      "https://news.localhost",
+      "https://192.168.1.20",
+      "https://[::ffff:127.0.0.1]",
+      "not a url",
+    ]) {
       const health = await withEnv({ RESEND_API_KEY: "re_key", PUBLIC_BASE_URL: origin })("GET", "/health");
       expect(health.status).toBe(200);
       expect(health.body.status).toBe("ok");

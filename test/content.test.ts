@@ -176,7 +176,8 @@ describe("rendering", () => {
     expect(crlf.text.endsWith("\n1 Main St\nSpringfield")).toBe(true);
   });
 
-  it("leaves a document's head and title out of the text derived from it, with or without a body", () => {
+  it("leaves a document's title out of the text derived from it, with or without a body, and keeps what an unclosed head holds", () => {
+    expect(render({ html: "<html><head><title>T</title><p>Kept {{ subscriber.email }}</p></html>" }).text.startsWith("Kept bob@example.com")).toBe(true);
     for (const html of ["<html><head><title>My Title</title></head><p>One {{ subscriber.email }}</p></html>", "<title>Frag title</title><p>One {{ subscriber.email }}</p>"]) {
       const m = render({ html });
       expect(m.text).not.toMatch(/Title|title/);

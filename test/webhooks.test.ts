@@ -150,13 +150,18 @@ describe("webhook endpoints", () => {
       "https://[fec0::1]/hook",
       "https://[100::1]/hook",
       "https://example.com:0/hook",
+      "https://192.0.2.10/hook",
+      "https://198.51.100.7/hook",
+      "https://203.0.113.9/hook",
+      "https://[3fff::1]/hook",
+      "https://[2001:db8::1]/hook",
     ]) {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
       expect(res.status, `${url}: ${res.text}`).toBe(400);
       expect(res.body.error.param).toBe("url");
     }
     // The same forms around a public address are fine.
-    for (const url of ["https://[64:ff9b::5db8:d822]/hook", "https://[2002:5db8:d822::1]/hook", "https://[2606:4700::1111]/hook"]) {
+    for (const url of ["https://[64:ff9b::5db8:d822]/hook", "https://[2002:5db8:d822::1]/hook", "https://[2606:4700::1111]/hook", "https://192.0.78.9/hook"]) {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
       expect(res.status, `${url}: ${res.text}`).toBe(201);
     }

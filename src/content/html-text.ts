@@ -9,10 +9,10 @@ import { LIQUID } from "./liquid-syntax";
 const convert = compile({
   wordwrap: 78,
   selectors: [
-    // Tracking pixels and decorative images have nothing to say in text; nor has what no client
-    // shows (a document's head and title, even when the html has no <body>).
+    // Tracking pixels and decorative images have nothing to say in text; nor has a title, which no
+    // client shows (even when the html has no <body>). Not the whole <head>: a template that opens
+    // one and never closes it has its content there, as a browser would not.
     { selector: "img", format: "skip" },
-    { selector: "head", format: "skip" },
     { selector: "title", format: "skip" },
     { selector: "a", options: { hideLinkHrefIfSameAsText: true, linkBrackets: ["<", ">"] } },
     ...["h1", "h2", "h3", "h4", "h5", "h6"].map((selector) => ({ selector, options: { uppercase: false } })),

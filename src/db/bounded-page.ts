@@ -1,4 +1,4 @@
-import { desc, eq, lt, type SQL, sql } from "drizzle-orm";
+import { desc, eq, lte, or, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Db } from "./client";
 
@@ -12,7 +12,7 @@ export const PAGE_CHARACTERS = 4_000_000;
 
 /**
  * One page of `table`, newest first: the first `take` rows that `where` selects, cut before the row
- * whose `size` would take the page past PAGE_CHARACTERS. One statement: the rows' sizes are summed
+ * whose `size` would take the page past PAGE_CHARACTERS (the first row is always in). One statement: the rows' sizes are summed
  * over the page (a window over the limited range scan), and only the rows that fit are read whole.
  * `truncated`: rows were left out for their size.
  */
@@ -27,7 +27,8 @@ export const boundedPage = async <Row>(
   const sized = db
     .select({
       id: page.id,
-      before: sql<number>`sum(${page.size}) over (order by ${page.id} desc) - ${page.size}`.as("before"),
+      through: sql<number>`sum(${page.size}) over (order by ${page.id} desc)`.as("through"),
+      first: sql<number>`row_number() over (order by ${page.id} desc) = 1`.as("first"),
       fetched: sql<number>`count(*) over ()`.as("fetched"),
     })
     .from(page)
@@ -36,7 +37,7 @@ export const boundedPage = async <Row>(
     .select({ row: table, fetched: sized.fetched })
     .from(table)
     .innerJoin(sized, eq(sized.id, table.id))
-    .where(lt(sized.before, PAGE_CHARACTERS))
+    .where(or(lte(sized.through, PAGE_CHARACTERS), eq(sized.first, 1)))
     .orderBy(desc(table.id));
   return { rows: found.map((f) => f.row as Row), truncated: found.length < (found[0]?.fetched ?? 0) };
 };

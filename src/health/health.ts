@@ -5,6 +5,7 @@ import { requestIdHeader } from "../errors/openapi";
 import type { AppEnv } from "../lib/types";
 import { publicBaseUrl } from "../sending/compose";
 import { resolveIntegration } from "../sending/integrations";
+import { liveUrlProblem } from "../webhooks/url-rules";
 
 // /health says whether this deployment can serve the API, and if not, what to fix: the bindings it
 // needs, a migrated database holding the signing key, and which optional parts are configured.
@@ -84,8 +85,6 @@ const databaseCheck = async (c: Context<AppEnv>): Promise<Health["checks"]["data
   }
 };
 
-const LOCAL_HOST = /^(localhost|127(\.\d+){3}|\[::1\]|0\.0\.0\.0)$/i;
-
 /** Whether mail can carry links to PUBLIC_BASE_URL: a public https origin, once real mail is sent. */
 const linksCheck = (c: Context<AppEnv>): Health["checks"]["links"] => {
   const origin = publicBaseUrl(c.env);
@@ -95,8 +94,13 @@ const linksCheck = (c: Context<AppEnv>): Health["checks"]["links"] => {
   } catch {
     url = undefined;
   }
-  if (url?.protocol === "https:" && !LOCAL_HOST.test(url.hostname)) return { status: "ok", message: `links in mail point at ${origin}` };
-  const problem = url ? `${origin} is not a public https origin` : `${origin} is not a URL`;
+  // Public: https, and not a name or address a webhook endpoint could not have in live mode either.
+  const problem = !url
+    ? `${origin} is not a URL`
+    : url.protocol !== "https:" || liveUrlProblem(origin)
+      ? `${origin} is not a public https origin`
+      : undefined;
+  if (!problem) return { status: "ok", message: `links in mail point at ${origin}` };
   if (!resolveIntegration("resend", c.env)) {
     return { status: "ok", message: `links in mail point at ${origin} (only the sandbox sends: set PUBLIC_BASE_URL to the deployed https origin before sending real mail)` };
   }

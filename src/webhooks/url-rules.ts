@@ -30,7 +30,7 @@ const parseIpv4 = (host: string): number[] | undefined => {
   return bytes.every((b) => b <= 255) ? bytes : undefined;
 };
 
-const isNonPublicIpv4 = ([a = 0, b = 0]: number[]) =>
+const isNonPublicIpv4 = ([a = 0, b = 0, c = 0]: number[]) =>
   a === 0 || // "this" network
   a === 10 || // private
   a === 127 || // loopback
@@ -38,7 +38,9 @@ const isNonPublicIpv4 = ([a = 0, b = 0]: number[]) =>
   (a === 169 && b === 254) || // link-local (cloud metadata lives here)
   (a === 172 && b >= 16 && b <= 31) || // private
   (a === 192 && b === 168) || // private
-  (a === 192 && b === 0) || // IETF protocol assignments
+  (a === 192 && b === 0 && (c === 0 || c === 2)) || // IETF protocol assignments, documentation (TEST-NET-1)
+  (a === 198 && b === 51 && c === 100) || // documentation (TEST-NET-2)
+  (a === 203 && b === 0 && c === 113) || // documentation (TEST-NET-3)
   (a === 198 && (b === 18 || b === 19)) || // benchmarking
   a >= 224; // multicast, reserved, broadcast
 
@@ -85,6 +87,7 @@ const isNonPublicIpv6 = (g: number[]) => {
   return (
     (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) || // discard-only 100::/64
     (g0 === 0x2001 && g1 === 0xdb8) || // documentation 2001:db8::/32
+    (g0 & 0xfff0) === 0x3ff0 || // documentation 3fff::/20
     (g0 & 0xfe00) === 0xfc00 || // unique local fc00::/7
     (g0 & 0xffc0) === 0xfe80 || // link-local fe80::/10
     (g0 & 0xffc0) === 0xfec0 || // site-local fec0::/10 (deprecated)
