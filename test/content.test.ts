@@ -95,6 +95,7 @@ describe("rendering", () => {
     const https = "https://cdn.example.com/a.png";
     expect(at('<img srcset="a.png 1x, {{ subscriber.location }} 2x">', https)).toBe(`<img srcset="a.png 1x, ${https} 2x">`);
     expect(at('<img srcset="a.png 1x, {{ subscriber.location }} 2x">', js)).toBe('<img srcset="a.png 1x, # 2x">');
+    expect(at('<img srcset="https://cdn.example.com/a.png 1x, {{ subscriber.location }} 2x">', js)).toBe('<img srcset="https://cdn.example.com/a.png 1x, # 2x">');
     expect(at('<a href="{% liquid echo subscriber.location %}">x</a>', https)).toBe(`<a href="${https}">x</a>`);
     expect(at('<a href="{% liquid echo subscriber.location %}">x</a>', js)).toBe('<a href="#">x</a>');
     expect(at('<a href="https://example.com/?q={{ subscriber.location }}">x</a>', "javascript:alert(1)")).toBe('<a href="https://example.com/?q=javascript:alert(1)">x</a>');

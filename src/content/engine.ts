@@ -141,7 +141,7 @@ export const walk = function* (templates: Template[]): Generator<Template> {
 // scheme is everything before its first colon, so one completed by this value ends with the value's
 // own text before its colon, which is then one of those words (`java` + `script:x` is refused for
 // its `script`; `xyz` + `https:` makes an unknown scheme, which runs nothing).
-const URL_ATTRIBUTE = /[\s"'/](?:href|src|srcset|action|formaction|background|poster|cite|xlink:href|data)\s*=\s*(?:"([^"]*)|'([^']*)|([^\s"'=<>`]*))$/i;
+const URL_ATTRIBUTE = /[\s"'/](href|src|srcset|action|formaction|background|poster|cite|xlink:href|data)\s*=\s*(?:"([^"]*)|'([^']*)|([^\s"'=<>`]*))$/i;
 const SAFE_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "mailto", "tel", "sms"]);
 /** What browsers skip in a URL before reading its scheme (controls and spaces, anywhere in it). */
 const SKIPPED = /[\u0000-\u0020\u007f]+/g;
@@ -181,7 +181,9 @@ const inOpenUrl = (source: string, begin: number): boolean => {
   if (!tag.startsWith("<") || tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">")) return false;
   const m = URL_ATTRIBUTE.exec(tag);
   if (!m) return false;
-  const sofar = m[1] ?? m[2] ?? m[3] ?? "";
+  const value = m[2] ?? m[3] ?? m[4] ?? "";
+  // A srcset is a list of URLs: each candidate after a comma starts one of its own.
+  const sofar = m[1]?.toLowerCase() === "srcset" ? value.slice(value.lastIndexOf(",") + 1) : value;
   const known = sofar.slice(0, Math.min(...[sofar.indexOf(UNKNOWN), sofar.indexOf("&"), sofar.length].filter((i) => i !== -1)));
   return !/[:/?#]/.test(known.replace(SKIPPED, ""));
 };
