@@ -80,8 +80,11 @@ describe("send over HTTP", () => {
     expect(["sending", "sent"]).toContain(status);
     const op = await waitForOperation(t, res.body.data.id);
     expect(op).toMatchObject({ status: "succeeded", completed_at: expect.stringMatching(/Z$/) });
-    // A sent campaign is not a draft any more.
-    expectError(await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`), 409, "campaign_not_sendable");
+    // A sent campaign is not a draft any more; the 409 names its send, so a client that lost the 202 finds it.
+    const again = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`);
+    expectError(again, 409, "campaign_not_sendable");
+    expect(again.body.error.details).toEqual([{ message: expect.stringContaining(res.body.data.id), operation_id: res.body.data.id }]);
+    expect(again.body.error.message).toContain(res.body.data.id);
   });
 
   it("replays a send retried with the same Idempotency-Key instead of answering 409", async () => {

@@ -22,10 +22,15 @@ export const OperationSchema = z
     progress: z
       .object({
         total: z.int().openapi({ description: "Deliveries created so far; final once every recipient has been paged." }),
-        delivered: z.int(),
+        delivered: z.int().openapi({
+          description: "Deliveries handed to the integration (status `sent` or later): not the provider's confirmations, which are `delivered` in the campaign's stats.",
+        }),
         failed: z.int(),
       })
-      .openapi({ description: "`total` grows while recipients are paged; the send is over when delivered + failed = total." }),
+      .openapi({
+        description:
+          "`total` grows while recipients are paged, so delivered + failed can equal it mid-send: the send is over when `status` is `succeeded` or `failed`.",
+      }),
     error: ProblemSchema,
     created_at: isoDateTime,
     updated_at: isoDateTime,
@@ -46,7 +51,10 @@ export const DeliverySchema = z
       description:
         "`queued` → `sent` (handed to the provider) or `failed`; then, from the provider's feedback, `delivered`, `bounced` or `complained`. A later event never moves a delivery backwards.",
     }),
-    attempts: z.int().openapi({ description: "Calls made to the integration for this delivery." }),
+    attempts: z.int().openapi({
+      description:
+        "Delivery steps that handed it to the integration (a step asks the provider up to 3 times for its batch, counted once); 0 for one skipped without a call (recipient_inactive, recipient_changed, render_failed).",
+    }),
     provider_message_id: z.string().nullable(),
     bounce_type: z.string().nullable().openapi({ description: "The provider's bounce type (`Permanent`, `Transient`, …) when it reported a bounce." }),
     opened_at: isoDateTime.nullable().openapi({ description: "First open the provider reported." }),

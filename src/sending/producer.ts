@@ -1,6 +1,7 @@
-import { sql } from "drizzle-orm";
+import { desc, eq, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { commit } from "../db/commit";
+import { operations } from "../db/schema";
 import { ApiError, notFound } from "../errors/api-error";
 import { findCampaign } from "../campaigns/campaigns.repository";
 import { newId } from "../lib/ids";
@@ -49,8 +50,13 @@ export const chooseIntegration = (requested: string | undefined, mode: Credentia
   return { slug, deliveryIntegration, integration };
 };
 
-const notSendable = (status: string) =>
-  new ApiError("campaign_not_sendable", `Only a draft campaign can be sent; this one is ${status}`);
+/** The 409 of a campaign that is not a draft, naming the send that took it (a client that lost the 202 finds its operation). */
+const notSendable = (status: string, operationId: string | undefined) =>
+  new ApiError(
+    "campaign_not_sendable",
+    `Only a draft campaign can be sent; this one is ${status}${operationId ? ` (its send is operation ${operationId})` : ""}`,
+    operationId ? { details: [{ message: `The campaign's send is operation ${operationId}`, operation_id: operationId }] } : {},
+  );
 
 /**
  * Creates the send operation and moves the campaign out of `draft` in one atomic batch (with the
@@ -81,7 +87,14 @@ export const startCampaignSend = async (c: Context<AppEnv>, request: SendRequest
     // Nothing changed: the campaign does not exist here, or is not a draft (another send won).
     const campaign = await findCampaign(c.var.db, request.workspaceId, request.campaignId);
     if (!campaign) throw notFound("campaign", request.campaignId);
-    throw notSendable(campaign.status);
+    const latest = await c.var.db
+      .select({ id: operations.id })
+      .from(operations)
+      .where(eq(operations.campaignId, request.campaignId))
+      .orderBy(desc(operations.id))
+      .limit(1)
+      .get();
+    throw notSendable(campaign.status, latest?.id);
   }
 
   await enqueueStart(c.env, id, operation.startAt, now);
