@@ -71,7 +71,8 @@ export const seedSubscribers = async (
   make: (i: number) => { email?: string; status?: string; tags?: string[] } = () => ({}),
 ) => {
   const ids: string[] = [];
-  const base = Date.now();
+  // Created one millisecond apart, the last just now: all before any send the test makes next.
+  const base = Date.now() - count;
   const statements: D1PreparedStatement[] = [];
   const insert = env.DB.prepare(
     "insert into subscribers (id, workspace_id, email, email_key, name, status, tags, location, source, created_at, updated_at) values (?, ?, ?, ?, null, ?, ?, null, null, ?, ?)",

@@ -502,6 +502,23 @@ describe("crashes and redelivery", () => {
   });
 });
 
+describe("the audience", () => {
+  it("is evaluated when the send starts: a subscriber created during the fan-out is not in it", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 3);
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "sandbox" });
+    await h.step(); // start
+    await new Promise((r) => setTimeout(r, 5));
+    const late = await h.t.call("POST", `${h.t.ws}/subscribers`, { body: { email: "late@example.com" } });
+    expect(late.status).toBe(201);
+    await h.drain();
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.map((d) => d.email).sort()).toEqual(["user0@example.com", "user1@example.com", "user2@example.com"]);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3 } });
+  });
+});
+
 describe("a message that cannot be rendered for its subscriber", () => {
   for (const integration of ["resend", "sandbox"] as const) {
     it(`fails that delivery alone with render_failed and 0 attempts, never reaching the integration (${integration})`, async () => {

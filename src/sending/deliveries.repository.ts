@@ -35,7 +35,7 @@ export const recipientWindow = async (
     .prepare(
       `WITH page AS (
          SELECT id, email, name, tags, location, source FROM subscribers
-          WHERE workspace_id = ?1 AND status = 'active' AND id > ?2
+          WHERE workspace_id = ?1 AND status = 'active' AND id > ?2 AND created_at <= ?6
           ORDER BY id LIMIT ?3
        )
        SELECT id, email, name, tags, location, source,
@@ -55,6 +55,8 @@ export const recipientWindow = async (
       size,
       op.segmentFilter?.tags_any ? JSON.stringify(op.segmentFilter.tags_any) : null,
       op.segmentFilter?.tags_all ? JSON.stringify(op.segmentFilter.tags_all) : null,
+      // The audience is evaluated when the send starts: nobody created after that joins it.
+      op.startAt ?? op.createdAt,
     )
     // Rows as arrays, in the SELECT's column order: no object per row for the runtime to build.
     .raw<[string, string, string | null, string, string | null, string | null, number]>();
