@@ -112,12 +112,32 @@ describe("campaign content over the API", () => {
     expect(res.body.data).toMatchObject({ status: "scheduled", subject: "Rescheduled", scheduled_at: later });
     const row = await env.DB.prepare("SELECT status, start_at FROM operations WHERE id = ?").bind(op.id).first<{ status: string; start_at: number }>();
     expect(row).toEqual({ status: "queued", start_at: Date.parse(later) });
+    // A time in the past is refused, and nothing moves.
+    expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { scheduled_at: new Date(Date.now() - 60_000).toISOString() } }), 400, "validation_failed", "scheduled_at");
+    expect(await env.DB.prepare("SELECT start_at FROM operations WHERE id = ?").bind(op.id).first()).toEqual({ start_at: Date.parse(later) });
     // The same time again: nothing written, neither the campaign nor its queued send.
     const op2 = await env.DB.prepare("SELECT updated_at FROM operations WHERE id = ?").bind(op.id).first<{ updated_at: number }>();
     await new Promise((r) => setTimeout(r, 5));
     const same = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { scheduled_at: later } });
     expect(same.body.data).toEqual(res.body.data);
     expect(await env.DB.prepare("SELECT updated_at FROM operations WHERE id = ?").bind(op.id).first()).toEqual(op2);
+  });
+
+  it("a draft's scheduled_at already past may be sent back unchanged (a no-op), not moved into the past", async () => {
+    const t = await tenant();
+    const c = await campaignWith(t, { scheduled_at: new Date(Date.now() + 1_000).toISOString() });
+    await new Promise((r) => setTimeout(r, 1_100));
+    const current = (await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data;
+    const same = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { scheduled_at: current.scheduled_at, subject: current.subject } });
+    expect(same.status, same.text).toBe(200);
+    expect(same.body.data).toEqual(current);
+    // With another change alongside, that change applies.
+    const edited = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { scheduled_at: current.scheduled_at, subject: "New" } });
+    expect(edited.body.data).toMatchObject({ subject: "New", scheduled_at: current.scheduled_at });
+    const moved = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { scheduled_at: new Date(Date.now() - 5_000).toISOString() } });
+    expectError(moved, 400, "validation_failed", "scheduled_at");
+    expect(moved.body.error.message).toBe("scheduled_at must be in the future");
+    expectError(await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id: current.newsletter_id, scheduled_at: current.scheduled_at } }), 400, "validation_failed", "scheduled_at");
   });
 
   it("gives newsletters an address, and edits them", async () => {

@@ -11,7 +11,7 @@ import { validateCampaignContent } from "../content";
 import { previewEmail, testSend } from "./campaign-mail";
 import { type CampaignChanges, type CampaignRow, editableStatuses, findCampaign, insertCampaign, listCampaignsPage, updateCampaignStatements } from "./campaigns.repository";
 import { createCampaign, getCampaign, listCampaigns, previewCampaign, sendCampaign, testCampaign, updateCampaign } from "./campaigns.routes";
-import { serializeCampaign } from "./campaigns.schemas";
+import { scheduledInPast, serializeCampaign } from "./campaigns.schemas";
 
 const missing = (param: string, id: string) =>
   new ApiError("resource_missing", `No ${param.replace(/_id$/, "")} ${id} exists in this workspace`, { param });
@@ -71,7 +71,8 @@ export const campaignsRouter = createRouter()
     // Each template stands on its own, so the ones sent are checked without reading the others.
     validateCampaignContent({ subject: changes.subject ?? "-", preheader: changes.preheader ?? null, html: changes.html ?? null, text: changes.text ?? null });
     const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as CampaignChanges;
-    const results = await commit(c, updateCampaignStatements(c.var.db, workspace_id, campaign_id, defined, Date.now()), {
+    const now = Date.now();
+    const results = await commit(c, updateCampaignStatements(c.var.db, workspace_id, campaign_id, defined, now), {
       status: 200,
       resource: "campaign",
       id: campaign_id,
@@ -89,6 +90,7 @@ export const campaignsRouter = createRouter()
     // Nothing changed: say why.
     const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
     if (!campaign) throw notFound("campaign", campaign_id);
+    if (typeof defined.scheduledAt === "number" && defined.scheduledAt <= now && campaign.scheduledAt !== defined.scheduledAt) throw scheduledInPast();
     if (!(editableStatuses as readonly string[]).includes(campaign.status)) {
       throw new ApiError("campaign_not_editable", `Only a draft or scheduled campaign can be edited; this one is ${campaign.status}`);
     }

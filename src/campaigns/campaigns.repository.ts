@@ -84,6 +84,8 @@ export const updateCampaignStatements = (db: Db, workspaceId: string, id: string
     eq(campaigns.id, id),
     changes.scheduledAt === null ? eq(campaigns.status, "draft") : inArray(campaigns.status, editableStatuses),
     segmentExists(workspaceId, changes.segmentId),
+    // A time already past only as the value already there (a PATCH that changes nothing of it).
+    typeof changes.scheduledAt === "number" && changes.scheduledAt <= now ? sql`${campaigns.scheduledAt} IS ${changes.scheduledAt}` : undefined,
   );
   // Every value given already there: nothing written (the handler answers the campaign as it is).
   const update = db.update(campaigns).set({ ...changes, updatedAt: now }).where(and(editable, differs(campaigns, changes))).returning();
@@ -97,6 +99,8 @@ export const updateCampaignStatements = (db: Db, workspaceId: string, id: string
       and(
         queued,
         sql`${operations.startAt} IS NOT ${changes.scheduledAt}`,
+        // Never into the past (the edit then changes nothing, or is refused).
+        sql`${changes.scheduledAt} > ${now}`,
         sql`EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ${id} AND c.workspace_id = ${workspaceId} AND c.status = 'scheduled')`,
         segmentExists(workspaceId, changes.segmentId),
       ),
