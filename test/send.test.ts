@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, createCredential, expectError, seedSubscribers, tenant } from "./helpers";
 import { allDeliveries, createCampaign, createSegment, sendCampaign, waitForOperation } from "./send.fixtures";
@@ -194,6 +195,27 @@ describe("send over HTTP", () => {
     expectError(await t.call("GET", `${t.ws}/operations/op_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 404, "not_found");
     expectError(await t.call("GET", `${t.ws}/operations/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 400, "validation_failed", "operation_id");
     await waitForOperation(t, opId);
+  });
+
+  it("filters deliveries by status, paging within the filter", async () => {
+    const t = await tenant();
+    const ids = await seedSubscribers(t.workspace.id, 6);
+    const campaign = await createCampaign(t);
+    await waitForOperation(t, (await sendCampaign(t, campaign.id)).id);
+    // Three of them fail (as a provider would have it), three stay sent.
+    for (const id of ids.slice(0, 3)) {
+      await env.DB.prepare("UPDATE deliveries SET status = 'failed' WHERE campaign_id = ? AND subscriber_id = ?").bind(campaign.id, id).run();
+    }
+    const url = `${t.ws}/campaigns/${campaign.id}/deliveries`;
+    const first = await t.call("GET", `${url}?status=failed&limit=2`);
+    expect(first.body.data.map((d: { status: string }) => d.status)).toEqual(["failed", "failed"]);
+    const rest = await t.call("GET", `${url}?status=failed&limit=2&after=${first.body.pagination.next_cursor}`);
+    expect(rest.body.data).toHaveLength(1);
+    expect(rest.body.pagination.has_more).toBe(false);
+    expect(new Set([...first.body.data, ...rest.body.data].map((d: { subscriber_id: string }) => d.subscriber_id))).toEqual(new Set(ids.slice(0, 3)));
+    expect((await t.call("GET", `${url}?status=sent`)).body.data).toHaveLength(3);
+    expect((await t.call("GET", `${url}?status=bounced`)).body.data).toEqual([]);
+    expectError(await t.call("GET", `${url}?status=lost`), 400, "validation_failed", "status");
   });
 
   it("pages deliveries newest first with cursors", async () => {

@@ -234,6 +234,8 @@ export const deliveries = sqliteTable(
     // One delivery per (campaign, subscriber), whatever is redelivered or retried.
     uniqueIndex("deliveries_campaign_subscriber_uq").on(t.campaignId, t.subscriberId),
     index("deliveries_campaign_id_idx").on(t.campaignId, t.id),
+    // GET …/deliveries?status=: the failed deliveries of a large send without reading the others.
+    index("deliveries_campaign_status_idx").on(t.campaignId, t.status, t.id),
     index("deliveries_operation_status_idx").on(t.operationId, t.status),
     // Provider feedback finds its delivery by the id the provider gave the message.
     index("deliveries_provider_message_idx").on(t.providerMessageId),

@@ -15,13 +15,13 @@ export const operationsRouter = createRouter()
   })
   .openapi(listDeliveries, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
-    const { limit, after } = c.req.valid("query");
+    const { limit, after, status } = c.req.valid("query");
     const scope = `deliveries:${campaign_id}`;
     const position = await afterPosition(c, scope, after);
     // One round trip: the campaign's presence in the workspace and the page, read together.
     const [campaign, rows] = await c.var.db.batch([
       campaignInWorkspace(c.var.db, workspace_id, campaign_id),
-      listDeliveriesPage(c.var.db, campaign_id, position, limit + 1),
+      listDeliveriesPage(c.var.db, campaign_id, status, position, limit + 1),
     ]);
     if (campaign.length === 0) throw notFound("campaign", campaign_id);
     return c.json(await toPage(c, scope, rows, limit, serializeDelivery), 200);

@@ -1,6 +1,6 @@
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { deliveries, operations } from "../db/schema";
+import { deliveries, type deliveryStatuses, operations } from "../db/schema";
 import type { CampaignStats } from "./operations.schemas";
 
 export type OperationRow = typeof operations.$inferSelect;
@@ -12,12 +12,27 @@ export const findOperation = (db: Db, workspaceId: string, id: string) =>
     .where(and(eq(operations.workspaceId, workspaceId), eq(operations.id, id)))
     .get();
 
-/** A campaign's deliveries, newest first (keyset on the (campaign_id, id) index). */
-export const listDeliveriesPage = (db: Db, campaignId: string, after: string | undefined, take: number) =>
+/**
+ * A campaign's deliveries, newest first: keyset on the (campaign_id, id) index, or with a status on
+ * (campaign_id, status, id).
+ */
+export const listDeliveriesPage = (
+  db: Db,
+  campaignId: string,
+  status: (typeof deliveryStatuses)[number] | undefined,
+  after: string | undefined,
+  take: number,
+) =>
   db
     .select()
     .from(deliveries)
-    .where(and(eq(deliveries.campaignId, campaignId), after === undefined ? undefined : lt(deliveries.id, after)))
+    .where(
+      and(
+        eq(deliveries.campaignId, campaignId),
+        status === undefined ? undefined : eq(deliveries.status, status),
+        after === undefined ? undefined : lt(deliveries.id, after),
+      ),
+    )
     .orderBy(desc(deliveries.id))
     .limit(take);
 

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { type deliveries, deliveryStatuses, type operations } from "../db/schema";
-import { afterQuery, idParam, isoDateTime, limitQuery, WorkspaceParams } from "../lib/schemas";
+import { afterQuery, idParam, isoDateTime, limitQuery, queryEnum, WorkspaceParams } from "../lib/schemas";
 import { iso } from "../lib/time";
 
 export const OperationParams = WorkspaceParams.extend({ operation_id: idParam("operation", "operation_id") });
@@ -68,7 +68,13 @@ export const DeliverySchema = z
 
 export type Delivery = z.infer<typeof DeliverySchema>;
 
-export const ListDeliveriesQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
+export const ListDeliveriesQuery = z.strictObject({
+  limit: limitQuery,
+  after: afterQuery,
+  status: queryEnum(deliveryStatuses)
+    .optional()
+    .openapi({ description: "Only deliveries with this status (the failed ones of a large send, say): a range scan, any depth." }),
+});
 
 export const serializeOperation = (row: typeof operations.$inferSelect): Operation => ({
   id: row.id,

@@ -1,0 +1,1 @@
+CREATE INDEX `deliveries_campaign_status_idx` ON `deliveries` (`campaign_id`,`status`,`id`);
