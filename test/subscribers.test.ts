@@ -36,6 +36,18 @@ describe("POST /workspaces/{workspace_id}/subscribers", () => {
     expect(res.body.data).toMatchObject({ tags: ["beta", "weekly", "alpha"], location: "Berlin", source: "import", status: "pending" });
   });
 
+  it("keeps tags in Unicode NFC: a precomposed and a decomposed é are one tag, in filters and segments too", async () => {
+    const t = await tenant();
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "nfc@example.com", tags: ["caf\u00e9", "cafe\u0301"] } });
+    expect(res.body.data.tags).toEqual(["caf\u00e9"]);
+    for (const tag of ["caf\u00e9", "cafe\u0301"]) {
+      const found = await t.call("GET", `${t.ws}/subscribers?tag=${encodeURIComponent(tag)}`);
+      expect(found.body.data.map((s: { id: string }) => s.id)).toEqual([res.body.data.id]);
+    }
+    const segment = await t.call("POST", `${t.ws}/segments`, { body: { name: "Cafe", filter: { tags_any: ["cafe\u0301"] } } });
+    expect(segment.body.data.filter.tags_any).toEqual(["caf\u00e9"]);
+  });
+
   it("rejects an email already in the workspace, case-insensitively, naming the existing subscriber", async () => {
     const t = await tenant();
     const first = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "dup@example.com" } });

@@ -130,9 +130,10 @@ export const tagList = (options: { minItems: 0 | 1; description: string }) =>
     .array(requiredText(TAG_MAX_LENGTH))
     .min(options.minItems)
     .max(TAGS_MAX)
-    .transform((list) => [...new Set(list)])
+    // Unicode NFC, so a tag typed precomposed (é) and one typed decomposed (e + ◌́) are one tag.
+    .transform((list) => [...new Set(list.map((tag) => tag.normalize("NFC")))])
     .openapi({
-      description: `${options.description} At most ${TAGS_MAX}; each tag is trimmed and 1 to ${TAG_MAX_LENGTH} characters; duplicates are dropped and the order kept.`,
+      description: `${options.description} At most ${TAGS_MAX}; each tag is trimmed, 1 to ${TAG_MAX_LENGTH} characters and kept in Unicode NFC; duplicates are dropped and the order kept.`,
       example: ["weekly", "beta"],
     });
 

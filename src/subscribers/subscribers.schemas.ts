@@ -89,8 +89,9 @@ export const ListSubscribersQuery = z.strictObject({
   // Filters are trimmed as the stored values were, then held to the same characters and lengths; the
   // email filter is not validated as an address: a value no subscriber can have simply matches nothing.
   tag: queryText(TAG_MAX_LENGTH)
+    .transform((tag) => tag.normalize("NFC"))
     .optional()
-    .openapi({ description: "Only subscribers having exactly this tag (case-sensitive; trimmed)." }),
+    .openapi({ description: "Only subscribers having exactly this tag (case-sensitive; trimmed; compared in Unicode NFC, as tags are kept)." }),
   email: queryText(EMAIL_MAX_LENGTH)
     .optional()
     .openapi({ description: "Only the subscriber with this email (case-insensitive; trimmed)." }),
