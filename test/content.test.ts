@@ -89,6 +89,7 @@ describe("rendering", () => {
     expect(at('<a href="{% comment %}https://{% endcomment %}{{ subscriber.location }}">x</a>', js)).toBe('<a href="#">x</a>');
     expect(at('<a href="&#10;{{ subscriber.location }}">x</a>', js)).toBe('<a href="&#10;#">x</a>');
     expect(at('<a title="t"href="{{ subscriber.location }}">x</a><a/href="{{ subscriber.location }}">y</a>', js)).toBe('<a title="t"href="#">x</a><a/href="#">y</a>');
+    expect(at('<a {% if subscriber.name %}target="_blank" {% endif %}href="{{ subscriber.location }}">x</a>', js)).toBe('<a target="_blank" href="#">x</a>');
     const long = `<a style="${"color:red;".repeat(200)}" href="{{ subscriber.location }}">x</a>`;
     expect(at(long, js)).toBe(long.replace("{{ subscriber.location }}", "#"));
     // Safe schemes pass wherever the value lands: srcset entries, echo inside {% liquid %}.

@@ -589,6 +589,34 @@ describe("consent at delivery time", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 3, failed: 2 } });
   });
 
+  it("looks again before every request of a batch: one who leaves while a failed request waits for its retry is left out of the retry, with no attempt counted", async () => {
+    let slots = 0;
+    const pacer = {
+      reserve: async () => ({ at: Date.now() + (++slots === 1 ? 60 : 400), waitMs: 400, granted: true }),
+      pause: async () => undefined,
+      confirm: async () => true,
+    };
+    const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
+    const ids = await seedSubscribers(h.t.workspace.id, 4);
+    const resend = mockResend();
+    resend.inject({ kind: "status", status: 500, name: "internal_server_error" });
+    const campaign = await createCampaign(h.t);
+    await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out
+    const delivering = h.step();
+    // The first request (all four) answers 500; its retry waits for a slot 400 ms away.
+    await vi.waitFor(() => expect(resend.calls).toHaveLength(1), { timeout: 2_000, interval: 10 });
+    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${ids[2]}`, { body: { status: "unsubscribed" } })).status).toBe(200);
+    await delivering;
+    await h.drain();
+    expect(resend.calls.map((c) => c.messages.length)).toEqual([4, 3]);
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["user0@example.com", "user1@example.com", "user3@example.com"]);
+    // It was in the first request, which Resend refused: it was never mailed, and is recorded so.
+    const left = (await allDeliveries(h.t, campaign.id)).find((d) => d.subscriber_id === ids[2]);
+    expect(left).toMatchObject({ status: "failed", error: { code: "recipient_inactive" } });
+  });
+
   it("never mails an old address: a subscriber whose email changed after the fan-out fails recipient_changed (a change of case is no change)", async () => {
     const { h, ids, resend, campaign } = await resendSend({ recipients: 3 });
     await h.step(); // start

@@ -161,7 +161,7 @@ describe("webhook endpoints", () => {
       expect(res.body.error.param).toBe("url");
     }
     // The same forms around a public address are fine.
-    for (const url of ["https://[64:ff9b::5db8:d822]/hook", "https://[2002:5db8:d822::1]/hook", "https://[2606:4700::1111]/hook", "https://192.0.78.9/hook"]) {
+    for (const url of ["https://[64:ff9b::5db8:d822]/hook", "https://[2002:5db8:d822::1]/hook", "https://[2606:4700::1111]/hook", "https://192.0.78.9/hook", "https://[3fff:1000::1]/hook"]) {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
       expect(res.status, `${url}: ${res.text}`).toBe(201);
     }

@@ -141,7 +141,7 @@ export const walk = function* (templates: Template[]): Generator<Template> {
 // scheme is everything before its first colon, so one completed by this value ends with the value's
 // own text before its colon, which is then one of those words (`java` + `script:x` is refused for
 // its `script`; `xyz` + `https:` makes an unknown scheme, which runs nothing).
-const URL_ATTRIBUTE = /[\s"'/](href|src|srcset|action|formaction|background|poster|cite|xlink:href|data)\s*=\s*(?:"([^"]*)|'([^']*)|([^\s"'=<>`]*))$/i;
+const URL_ATTRIBUTE = /[\s"'/\u0000](href|src|srcset|action|formaction|background|poster|cite|xlink:href|data)\s*=\s*(?:"([^"]*)|'([^']*)|([^\s"'=<>`]*))$/i;
 const SAFE_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "mailto", "tel", "sms"]);
 /** What browsers skip in a URL before reading its scheme (controls and spaces, anywhere in it). */
 const SKIPPED = /[\u0000-\u0020\u007f]+/g;

@@ -10,7 +10,16 @@ export const ErrorSchema = z
       message: z.string(),
       param: z.string().optional(),
       details: z
-        .array(z.object({ param: z.string().optional(), message: z.string() }).catchall(z.unknown()))
+        .array(
+          z
+            .object({
+              param: z.string().optional(),
+              message: z.string(),
+              subscriber_id: z.string().optional().openapi({ description: "`subscriber_exists`: the subscriber that has the email." }),
+              operation_id: z.string().optional().openapi({ description: "`campaign_not_sendable`: the campaign's send." }),
+            })
+            .catchall(z.unknown()),
+        )
         .optional(),
       request_id: z.string().openapi({ example: "req_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }),
     }),

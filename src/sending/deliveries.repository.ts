@@ -257,8 +257,11 @@ export type DeliveryResults = {
   sent: { id: string; providerMessageId: string | null }[];
   /** `attempted`: whether the integration was called (a recipient skipped at delivery time was not). */
   failed: { id: string; error: DeliveryError; attempted: boolean }[];
-  /** Tried and still queued, for another attempt later. */
-  retry: { id: string; error: DeliveryError }[];
+  /**
+   * Still queued, for another attempt later. `attempted`: it was in the request that failed (counted,
+   * its error recorded); otherwise it was left out of it, and keeps its attempts and last error.
+   */
+  retry: { id: string; error: DeliveryError; attempted: boolean }[];
 };
 
 /**
@@ -296,11 +299,12 @@ export const recordDeliveryResults = async (d1: D1Database, op: OperationState, 
     statements.push(
       d1
         .prepare(
-          `UPDATE deliveries SET error = r.err, attempts = deliveries.attempts + 1, updated_at = ?2
-             FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.err') AS err FROM json_each(?1)) AS r
+          `UPDATE deliveries SET error = CASE r.a WHEN 1 THEN r.err ELSE deliveries.error END, attempts = deliveries.attempts + r.a, updated_at = ?2
+             FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.err') AS err, json_extract(value, '$.a') AS a
+                     FROM json_each(?1)) AS r
             WHERE deliveries.id = r.id AND deliveries.status = 'queued'`,
         )
-        .bind(JSON.stringify(results.retry.map((r) => ({ id: r.id, err: r.error }))), now),
+        .bind(JSON.stringify(results.retry.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now),
       d1.prepare(`UPDATE operations SET updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
     );
   }

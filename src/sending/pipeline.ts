@@ -261,7 +261,7 @@ const deliver = async (
       const attempted = integration !== undefined && !LEFT_OUT.has(outcome.error.code);
       results.failed.push({ id: row.id, error: outcome.error, attempted });
     } else {
-      results.retry.push({ id: row.id, error: outcome.error });
+      results.retry.push({ id: row.id, error: outcome.error, attempted: !(outcome.kind === "retry" && outcome.leftOut === true) });
       retryAfter = Math.max(retryAfter, outcome.retryAfterSeconds ?? 0);
     }
   });
@@ -321,12 +321,16 @@ const handOver = async (d1: D1Database, integration: Integration, composer: Comp
     // Skipped here, or left out of the request itself at the last look: the same rules.
     const outcome = "kind" in x ? x : (sent[next++] ?? { kind: "retry", error: noOutcome });
     if (!("kind" in x) && !(outcome.kind === "failed" && outcome.leftOut)) return outcome;
+    // Never in a request: a retry of its batch costs it no attempt.
+    if (outcome.kind === "retry") return { ...outcome, leftOut: true };
     if (pending?.kind === "deferred") return pending;
     const row = rows[i];
     // Handed over in the request that was accepted (its last attempt met a provider error, not a skip).
     if (acceptedEarlier && row && row.attempts > 0 && row.lastError !== null && !LEFT_OUT.has(row.lastError)) {
       return { kind: "sent", providerMessageId: null, acceptedEarlier: true };
     }
-    return pending?.kind === "retry" && outcome.kind === "failed" ? { kind: "retry", error: outcome.error, retryAfterSeconds: pending.retryAfterSeconds } : outcome;
+    return pending?.kind === "retry" && outcome.kind === "failed"
+      ? { kind: "retry", error: outcome.error, retryAfterSeconds: pending.retryAfterSeconds, leftOut: true }
+      : outcome;
   });
 };

@@ -87,7 +87,7 @@ const isNonPublicIpv6 = (g: number[]) => {
   return (
     (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) || // discard-only 100::/64
     (g0 === 0x2001 && g1 === 0xdb8) || // documentation 2001:db8::/32
-    (g0 & 0xfff0) === 0x3ff0 || // documentation 3fff::/20
+    (g0 === 0x3fff && g1 < 0x1000) || // documentation 3fff::/20
     (g0 & 0xfe00) === 0xfc00 || // unique local fc00::/7
     (g0 & 0xffc0) === 0xfe80 || // link-local fe80::/10
     (g0 & 0xffc0) === 0xfec0 || // site-local fec0::/10 (deprecated)

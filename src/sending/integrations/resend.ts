@@ -185,14 +185,37 @@ const request = async (config: Config, emails: OutboundEmail[], body: string, ke
  * lost answer costs one more slot instead of a whole timeout. When every request has failed, the
  * failure is the answer (a 429 first, for its Retry-After).
  */
-const ask = async (config: Config, emails: OutboundEmail[], key: string, held?: HeldSlot): Promise<Reply> => {
-  // Built before the slot, so the request leaves as soon as its slot comes (or with it, when held).
-  const body = held?.body ?? JSON.stringify(emails.map(payload));
+const ask = async (config: Config, batch: BatchState, list: OutboundEmail[], key: string): Promise<Reply> => {
+  // Built before the slot, so the request leaves as soon as its slot comes; built again when the
+  // last look before it (batch.leftOut) leaves someone out.
+  let emails = list.filter((email) => !batch.left.has(email.deliveryId));
+  let body = JSON.stringify(emails.map(payload));
   const hedgeAfter = hedgeAfterMs(recentAnswers);
-  if (!held) {
-    const deferred = await awaitSlot(config);
-    if (deferred) return deferred;
-  }
+  const look = batch.leftOut;
+  const deferred = await awaitSlot(
+    config,
+    look &&
+      (async () => {
+        const gone = await look(emails.map((email) => email.deliveryId));
+        if (gone.size === 0) return;
+        for (const [id, error] of gone) batch.left.set(id, error);
+        emails = emails.filter((email) => !batch.left.has(email.deliveryId));
+        body = JSON.stringify(emails.map(payload));
+      }),
+  );
+  if (deferred) return deferred;
+  if (emails.length === 0) return { kind: "done", outcomes: list.map((email) => leftOutcome(batch, email)) };
+  for (const email of emails) batch.asked.add(email.deliveryId);
+  const reply = await askIn(config, emails, body, key, hedgeAfter);
+  // Back to `list`'s order: the left-out ones in their places.
+  if (reply.kind === "split") return { ...reply, index: list.indexOf(emails[reply.index] as OutboundEmail) };
+  if (reply.kind !== "done" || emails.length === list.length) return reply;
+  let next = 0;
+  return { kind: "done", outcomes: list.map((email) => (batch.left.has(email.deliveryId) ? leftOutcome(batch, email) : (reply.outcomes[next++] as SendOutcome))) };
+};
+
+/** The requests of one ask, its slot already confirmed. */
+const askIn = (config: Config, emails: OutboundEmail[], body: string, key: string, hedgeAfter: number): Promise<Reply> => {
   const stop = new AbortController();
   return new Promise<Reply>((resolve, reject) => {
     const failures: Retryable[] = [];
@@ -235,14 +258,24 @@ const ask = async (config: Config, emails: OutboundEmail[], key: string, held?: 
   });
 };
 
-/** A slot already waited for and confirmed, and the body to send in it. */
-type HeldSlot = { body: string };
+/**
+ * One batch through its tries: who was left out of it at the last look before a request (and why),
+ * and who was in a request of this step (the provider may have accepted them).
+ */
+type BatchState = { leftOut?: SendOptions["leftOut"]; left: Map<string, DeliveryError>; asked: Set<string> };
+
+/** A left-out email's outcome for now: failed, unless it was in an earlier request of this step (then as the batch's). */
+const leftOutcome = (batch: BatchState, email: OutboundEmail): SendOutcome => ({
+  kind: "failed",
+  error: batch.left.get(email.deliveryId) as DeliveryError,
+  leftOut: true,
+});
 
 /** The batch's answer; a 4xx naming one message fails that one and sends the rest as a batch of their own. */
-const post = async (config: Config, emails: OutboundEmail[], key: string, held?: HeldSlot): Promise<Answer> => {
-  const reply = await ask(config, emails, key, held);
+const post = async (config: Config, batch: BatchState, emails: OutboundEmail[], key: string): Promise<Answer> => {
+  const reply = await ask(config, batch, emails, key);
   if (reply.kind !== "split") return reply;
-  const restAnswer = await post(config, emails.filter((_, i) => i !== reply.index), `${key}~${reply.index}`);
+  const restAnswer = await post(config, batch, emails.filter((_, i) => i !== reply.index), `${key}~${reply.index}`);
   if (restAnswer.kind !== "done") return restAnswer;
   const outcomes = [...restAnswer.outcomes];
   outcomes.splice(reply.index, 0, { kind: "failed", error: reply.error });
@@ -250,46 +283,44 @@ const post = async (config: Config, emails: OutboundEmail[], key: string, held?:
 };
 
 /**
- * The batch, without the recipients `options.leftOut` names when its first slot comes (asked right
- * before the request leaves, so nobody who left while the batch waited for the rate is mailed); the
- * left-out ones answer `failed` with `leftOut`.
+ * The batch, asked up to TRIES_PER_STEP times. Before each request (the first of a try, or the rest
+ * of a split batch), right before its slot is confirmed, `options.leftOut` names the recipients no
+ * longer to be mailed: they are left out of that request and every later one. A left-out email
+ * answers `failed` with `leftOut`, or, when it was in an earlier request of this step and the batch
+ * turns out to have been accepted then, `sent` like the rest; while the batch is still to be retried,
+ * `retry` with `leftOut` when it was never in a request (it costs no attempt).
  */
 const sendBatch = async (config: Config, emails: OutboundEmail[], key: string, options: SendOptions = {}): Promise<SendOutcome[]> => {
-  const { leftOut } = options;
-  if (!leftOut) return tries(config, emails, key);
-  let left = new Map<string, DeliveryError>();
-  let sending = emails;
-  let held: HeldSlot | undefined;
-  const deferred = await awaitSlot(config, async () => {
-    left = await leftOut(emails.map((email) => email.deliveryId));
-    sending = left.size === 0 ? emails : emails.filter((email) => !left.has(email.deliveryId));
-    held = { body: JSON.stringify(sending.map(payload)) };
-  });
-  if (deferred) return emails.map(() => deferredOutcome(deferred));
-  const outcomes = sending.length === 0 ? [] : await tries(config, sending, key, held);
-  let next = 0;
-  return emails.map((email): SendOutcome => {
-    const error = left.get(email.deliveryId);
-    return error ? { kind: "failed", error, leftOut: true } : (outcomes[next++] ?? { kind: "retry", error: { code: "provider_no_answer", message: "No outcome" } });
-  });
+  const batch: BatchState = { leftOut: options.leftOut, left: new Map(), asked: new Set() };
+  for (let attempt = 1; ; attempt++) {
+    const answer = await post(config, batch, emails, key);
+    if (answer.kind === "done") {
+      const acceptedEarlier = answer.outcomes.some((o) => o.kind === "sent" && o.acceptedEarlier === true);
+      return answer.outcomes.map((outcome, i) =>
+        outcome.kind === "failed" && outcome.leftOut && acceptedEarlier && batch.asked.has(emails[i]?.deliveryId ?? "")
+          ? { kind: "sent", providerMessageId: null, acceptedEarlier: true }
+          : outcome,
+      );
+    }
+    if (answer.kind === "deferred") return emails.map(() => deferredOutcome(answer));
+    // A 429 holds every sender back, not only this one: the pacer starts no request before it ends.
+    if (answer.status === 429) await config.pacer.pause(answer.retryAfterMs ?? 1000);
+    if (attempt >= TRIES_PER_STEP) {
+      const retryAfterSeconds = seconds(answer.retryAfterMs);
+      return emails.map((email) => {
+        const left = batch.left.get(email.deliveryId);
+        return left && !batch.asked.has(email.deliveryId)
+          ? { kind: "retry", error: left, retryAfterSeconds, leftOut: true }
+          : { kind: "retry", error: answer.error, retryAfterSeconds };
+      });
+    }
+    if (answer.status !== 429) await sleep(250 * 2 ** (attempt - 1));
+  }
 };
 
 const seconds = (ms?: number) => (ms === undefined ? undefined : Math.ceil(ms / 1000));
 
 const deferredOutcome = (deferred: Deferred): SendOutcome => ({ kind: "deferred", error: deferred.error, retryAfterSeconds: seconds(deferred.retryAfterMs) ?? 1 });
-
-/** Up to TRIES_PER_STEP requests for the batch (the first in `held`, when its slot is held already). */
-const tries = async (config: Config, emails: OutboundEmail[], key: string, held?: HeldSlot): Promise<SendOutcome[]> => {
-  for (let attempt = 1; ; attempt++) {
-    const answer = await post(config, emails, key, attempt === 1 ? held : undefined);
-    if (answer.kind === "done") return answer.outcomes;
-    if (answer.kind === "deferred") return emails.map(() => deferredOutcome(answer));
-    // A 429 holds every sender back, not only this one: the pacer starts no request before it ends.
-    if (answer.status === 429) await config.pacer.pause(answer.retryAfterMs ?? 1000);
-    if (attempt >= TRIES_PER_STEP) return emails.map(() => ({ kind: "retry", error: answer.error, retryAfterSeconds: seconds(answer.retryAfterMs) }));
-    if (answer.status !== 429) await sleep(250 * 2 ** (attempt - 1));
-  }
-};
 
 /**
  * Resend over HTTPS, one batch request per delivery chunk, at the account's rate. 429, 5xx, timeouts

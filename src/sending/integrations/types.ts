@@ -21,8 +21,11 @@ export type SendOutcome =
    * feedback names the delivery by its tag (src/webhooks/feedback.repository.ts).
    */
   | { kind: "sent"; providerMessageId: string | null; acceptedEarlier?: boolean }
-  /** Worth trying again later (rate limited, provider or network trouble). */
-  | { kind: "retry"; error: DeliveryError; retryAfterSeconds?: number }
+  /**
+   * Worth trying again later (rate limited, provider or network trouble). `leftOut`: this one was in
+   * no request (its recipient left, SendOptions.leftOut): the retry costs it no attempt.
+   */
+  | { kind: "retry"; error: DeliveryError; retryAfterSeconds?: number; leftOut?: boolean }
   /**
    * Will never succeed as sent (rejected address, bad request). `leftOut`: not in the request at all,
    * its recipient having left (or moved) just before it left (SendOptions.leftOut).
