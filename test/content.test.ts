@@ -90,6 +90,17 @@ describe("rendering", () => {
     expect(at('<a href="&#10;{{ subscriber.location }}">x</a>', js)).toBe('<a href="&#10;#">x</a>');
     expect(at('<a title="t"href="{{ subscriber.location }}">x</a><a/href="{{ subscriber.location }}">y</a>', js)).toBe('<a title="t"href="#">x</a><a/href="#">y</a>');
     expect(at('<a {% if subscriber.name %}target="_blank" {% endif %}href="{{ subscriber.location }}">x</a>', js)).toBe('<a target="_blank" href="#">x</a>');
+    expect(at('<a {{ subscriber.email | remove: "bob@example.com" }}href="{{ subscriber.location }}">x</a>', js)).toBe('<a href="#">x</a>');
+    // Text that never renders is no markup: a comment, a raw block, an untaken branch.
+    expect(at('<a {% comment %}<b>{% endcomment %} href="{{ subscriber.location }}">x</a>', js)).toBe('<a  href="#">x</a>');
+    expect(at('<a {% if false %}>{% endif %} href="{{ subscriber.location }}">x</a>', js)).toBe('<a  href="#">x</a>');
+    expect(at('{% raw %}<a title="{% endraw %}" href="{{ subscriber.location }}">x</a>', js)).toBe('<a title="" href="#">x</a>');
+    expect(at('{% raw %}{{ <a title=" }}" href="{% endraw %}{{ subscriber.location }}">x</a>', js)).toBe('{{ <a title=" }}" href="#">x</a>');
+    // A value before the template's own colon names the scheme: only a safe name passes.
+    const split = '<a href="{{ subscriber.location | split: ":" | first }}:{{ subscriber.location | split: ":" | last }}">x</a>';
+    expect(at(split, js)).toBe('<a href="#:alert(1)">x</a>');
+    expect(at(split, "https://example.com")).toBe('<a href="https://example.com">x</a>');
+    expect(at('<a href="{{ subscriber.location }}">x</a> Note: {{ subscriber.location }}', "note")).toBe('<a href="note">x</a> Note: note');
     const long = `<a style="${"color:red;".repeat(200)}" href="{{ subscriber.location }}">x</a>`;
     expect(at(long, js)).toBe(long.replace("{{ subscriber.location }}", "#"));
     // Safe schemes pass wherever the value lands: srcset entries, echo inside {% liquid %}.

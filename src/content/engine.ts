@@ -153,12 +153,22 @@ const UNKNOWN = "\u0000";
  * unchanged), and where each piece begins; computed once per source (a template's outputs in turn).
  */
 let masking: { source: string; masked: string; pieces: { begin: number; end: number }[] } | undefined;
+const MASKED = new RegExp(
+  String.raw`(\{%-?\s*raw\s*-?%\})([\s\S]*?)(\{%-?\s*endraw\s*-?%\})|\{%-?\s*comment\s*-?%\}[\s\S]*?\{%-?\s*endcomment\s*-?%\}|${LIQUID.source}`,
+  "g",
+);
 const maskedSource = (source: string) => {
   if (masking?.source !== source) {
     const pieces: { begin: number; end: number }[] = [];
-    const masked = source.replace(LIQUID, (piece: string, at: number) => {
+    const mask = (piece: string, at: number) => {
       pieces.push({ begin: at, end: at + piece.length });
       return UNKNOWN.repeat(piece.length);
+    };
+    // A comment block whole (what it holds never renders); a raw block's delimiters only (what it
+    // holds renders as written, Liquid-looking text included); every other tag and output.
+    const masked = source.replace(MASKED, (piece: string, rawOpen: string | undefined, rawText: string | undefined, _rawClose: string | undefined, at: number) => {
+      if (rawOpen === undefined || rawText === undefined) return mask(piece, at);
+      return mask(rawOpen, at) + rawText + mask(piece.slice(rawOpen.length + rawText.length), at + rawOpen.length + rawText.length);
     });
     masking = { source, masked, pieces };
   }
@@ -171,21 +181,26 @@ const maskedSource = (source: string) => {
  * `<`, however far back; a Liquid tag or output before it (a branch, a comment, another value) and an
  * entity (`&#10;` decodes to what a browser skips) leave the scheme open.
  */
-const inOpenUrl = (source: string, begin: number): boolean => {
+const urlPlace = (source: string, begin: number): "open" | "beforeColon" | null => {
   const { masked, pieces } = maskedSource(source);
   // An `echo` inside `{% liquid %}` prints where that tag stands.
   const enclosing = pieces.find((piece) => piece.begin < begin && begin < piece.end);
-  const before = masked.slice(0, enclosing?.begin ?? begin);
+  const at = enclosing?.begin ?? begin;
+  const before = masked.slice(0, at);
   const tag = before.slice(before.lastIndexOf("<"));
-  // Still inside the tag: no `>` but in the quoted values of earlier attributes.
-  if (!tag.startsWith("<") || tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">")) return false;
+  // Still inside the tag: no `>` but in the quoted values of earlier attributes. With Liquid inside
+  // the tag, a `>` may be one that never renders (an untaken branch): then the tag is read on.
+  if (!tag.startsWith("<") || (tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">") && !tag.includes(UNKNOWN))) return null;
   const m = URL_ATTRIBUTE.exec(tag);
-  if (!m) return false;
+  if (!m) return null;
   const value = m[2] ?? m[3] ?? m[4] ?? "";
   // A srcset is a list of URLs: each candidate after a comma starts one of its own.
   const sofar = m[1]?.toLowerCase() === "srcset" ? value.slice(value.lastIndexOf(",") + 1) : value;
   const known = sofar.slice(0, Math.min(...[sofar.indexOf(UNKNOWN), sofar.indexOf("&"), sofar.length].filter((i) => i !== -1)));
-  return !/[:/?#]/.test(known.replace(SKIPPED, ""));
+  if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return null;
+  // The template's own colon right after the value makes the value the scheme's name.
+  const end = enclosing?.end ?? pieces.find((piece) => piece.begin === begin)?.end ?? begin;
+  return /^[\u0000-\u0020\u007f]*:/.test(masked.slice(end, end + 64).replace(/\u0000+/, "")) ? "beforeColon" : "open";
 };
 
 /** `text` unless it brings a scheme not known to be safe to the URL it is printed into. */
@@ -200,6 +215,15 @@ function escapeUrl(this: FilterThis, value: unknown): string {
   return escapeOutput.call(this, urlSafe(stringify(value)));
 }
 
+/** Before the template's own colon, a value is a scheme's name: one other than the safe ones prints `#`. */
+function escapeSchemeName(this: FilterThis, value: unknown): string {
+  const text = urlSafe(stringify(value));
+  const name = text.replace(SKIPPED, "").toLowerCase();
+  return escapeOutput.call(this, /^[a-z][a-z0-9+.-]*$/.test(name) && !SAFE_SCHEMES.has(name) ? "#" : text);
+}
+
+const guardFor = (place: "open" | "beforeColon" | null) => (place === "open" ? escapeUrl : place === "beforeColon" ? escapeSchemeName : escapeOutput);
+
 /**
  * Gives every output of parsed html (`{{ … }}`, `{% echo %}`, `{% cycle %}`) printed into a URL
  * attribute before its scheme is fixed the escaping that keeps the scheme safe. Idempotent (parsed
@@ -207,22 +231,23 @@ function escapeUrl(this: FilterThis, value: unknown): string {
  */
 export const guardUrlOutputs = (templates: Template[]): Template[] => {
   for (const template of walk(templates)) {
-    const guarded = () => inOpenUrl(template.token.input, template.token.begin);
+    const guard = () => guardFor(urlPlace(template.token.input, template.token.begin));
     if (template instanceof CycleTag) {
       // `cycle` escapes each value with its engine's outputEscape as it writes it: in a URL, it gets
       // an engine whose outputEscape is the guard.
-      (template as unknown as { liquid: Liquid }).liquid = guarded() ? urlEngine() : htmlEngine;
+      const handler = guard();
+      (template as unknown as { liquid: Liquid }).liquid = handler === escapeOutput ? htmlEngine : urlEngine(handler);
       continue;
     }
     const filters = (template as { value?: { filters?: { handler: unknown }[] } }).value?.filters;
     if (!filters) continue;
     const last = filters.at(-1);
     // An output's escaping is its last filter; `echo` escapes as it writes, unless its last filter is raw.
-    const escaping = last !== undefined && (last.handler === escapeOutput || last.handler === escapeUrl);
+    const escaping = last !== undefined && (last.handler === escapeOutput || last.handler === escapeUrl || last.handler === escapeSchemeName);
     if (!escaping && !(template instanceof EchoTag)) continue;
-    const handler = guarded() ? escapeUrl : escapeOutput;
+    const handler = guard();
     if (escaping) last.handler = handler;
-    else if (handler === escapeUrl) {
+    else if (handler !== escapeOutput) {
       // (liquidjs does not export FilterToken; a filter reads only its name and arguments from it.)
       const token = { name: "escape", args: [] } as unknown as ConstructorParameters<typeof Filter>[0];
       filters.push(new Filter(token, { handler, raw: true }, htmlEngine) as unknown as { handler: unknown });
@@ -231,10 +256,16 @@ export const guardUrlOutputs = (templates: Template[]): Template[] => {
   return templates;
 };
 
-/** The html engine with the URL guard as its outputEscape (for the tags that escape through it as they write). */
-let guardedEngine: Liquid | undefined;
-const urlEngine = (): Liquid =>
-  (guardedEngine ??= Object.create(htmlEngine, { options: { value: { ...htmlEngine.options, outputEscape: escapeUrl } } }) as Liquid);
+/** The html engine with a URL guard as its outputEscape (for the tags that escape through it as they write). */
+const guardedEngines = new Map<unknown, Liquid>();
+const urlEngine = (escape: typeof escapeUrl): Liquid => {
+  let engine = guardedEngines.get(escape);
+  if (!engine) {
+    engine = Object.create(htmlEngine, { options: { value: { ...htmlEngine.options, outputEscape: escape } } }) as Liquid;
+    guardedEngines.set(escape, engine);
+  }
+  return engine;
+};
 
 /** The filters the html engine replaces: an output they appear in evaluates differently there. */
 export const HTML_OWN_FILTERS: ReadonlySet<string> = new Set(["escape", "escape_once"]);
