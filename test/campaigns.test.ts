@@ -113,14 +113,23 @@ describe("campaigns", () => {
     }
   });
 
-  it.each(["2030-06-30T23:59:60Z", "1893456000", "2030-02-30T00:00:00Z", ""])(
+  it.each([
+    ["2030-06-30T23:59:60Z", "real"],
+    ["2030-02-30T00:00:00Z", "real"],
+    ["1893456000", "shape"],
+    ["", "shape"],
+    ["2030-06-30t10:00:00z", "shape"],
+  ])(
     "reports only the format error for scheduled_at %j",
-    async (scheduledAt) => {
+    async (scheduledAt, kind) => {
       const t = await tenant();
       const nl = await createNewsletter(t);
       const res = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id: nl.id, scheduled_at: scheduledAt } });
       expectError(res, 400, "validation_failed", "scheduled_at");
-      const message = "scheduled_at must be an ISO 8601 date-time with a time zone";
+      const message =
+        kind === "real"
+          ? "scheduled_at must be a real calendar date and time (an ISO 8601 date-time with a time zone, upper-case T and Z)"
+          : "scheduled_at must be an ISO 8601 date-time with a time zone (upper-case T and Z)";
       expect(res.body.error.details).toEqual([{ param: "scheduled_at", message }]);
     },
   );
