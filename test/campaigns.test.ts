@@ -119,6 +119,7 @@ describe("campaigns", () => {
     ["1893456000", "shape"],
     ["", "shape"],
     ["2030-06-30t10:00:00z", "shape"],
+    ["2030-06-30T10:00Z", "shape"],
   ])(
     "reports only the format error for scheduled_at %j",
     async (scheduledAt, kind) => {
@@ -129,7 +130,7 @@ describe("campaigns", () => {
       const message =
         kind === "real"
           ? "scheduled_at must be a real calendar date and time (an ISO 8601 date-time with a time zone, upper-case T and Z)"
-          : "scheduled_at must be an ISO 8601 date-time with a time zone (upper-case T and Z)";
+          : "scheduled_at must be an ISO 8601 date-time with seconds and a time zone (upper-case T and Z)";
       expect(res.body.error.details).toEqual([{ param: "scheduled_at", message }]);
     },
   );

@@ -99,6 +99,9 @@ describe("rendering", () => {
     // A value before the template's own colon names the scheme: only a safe name passes.
     const split = '<a href="{{ subscriber.location | split: ":" | first }}:{{ subscriber.location | split: ":" | last }}">x</a>';
     expect(at(split, js)).toBe('<a href="#:alert(1)">x</a>');
+    for (const colon of ["&#58;", "&#x3A;", "&colon;", "&#0058"]) {
+      expect(at(`<a href="{{ subscriber.location }}${colon}alert(1)">x</a>`, "javascript")).toBe(`<a href="#${colon}alert(1)">x</a>`);
+    }
     expect(at(split, "https://example.com")).toBe('<a href="https://example.com">x</a>');
     expect(at('<a href="{{ subscriber.location }}">x</a> Note: {{ subscriber.location }}', "note")).toBe('<a href="note">x</a> Note: note');
     const long = `<a style="${"color:red;".repeat(200)}" href="{{ subscriber.location }}">x</a>`;

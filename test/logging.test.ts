@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { tenant } from "./helpers";
+import { call, tenant } from "./helpers";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -33,5 +33,17 @@ describe("access log", () => {
     expect(all).not.toContain(t.token.slice(9));
     expect(all).not.toContain("private.person");
     expect(all).not.toContain("Secret Name");
+  });
+
+  it("never logs an unsubscribe token: the path shows {token} and the route is named", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+    const token = "AQ".padEnd(66, "x");
+    await call("GET", `/u/${token}`);
+    await call("POST", `/v1/u/${token}/resubscribe`);
+    const [get, post] = lines.map((line) => JSON.parse(line));
+    expect(get).toMatchObject({ method: "GET", route: "GET /u/{token}", path: "/u/{token}" });
+    expect(post).toMatchObject({ method: "POST", route: "POST /u/{token}/resubscribe", path: "/u/{token}/resubscribe" });
+    expect(lines.join("\n")).not.toContain(token);
   });
 });

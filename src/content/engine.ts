@@ -181,6 +181,9 @@ const maskedSource = (source: string) => {
  * `<`, however far back; a Liquid tag or output before it (a branch, a comment, another value) and an
  * entity (`&#10;` decodes to what a browser skips) leave the scheme open.
  */
+/** A colon next, as a browser reads attribute text: after skipped characters, written or as a character reference. */
+const COLON_NEXT = /^(?:[\u0000-\u0020\u007f]|&(?:#0*(?:9|10|13|32);?|#x0*(?:9|a|d|20);?|Tab;|NewLine;))*(?::|&#0*58;?|&#x0*3a;?|&colon;)/i;
+
 const urlPlace = (source: string, begin: number): "open" | "beforeColon" | null => {
   const { masked, pieces } = maskedSource(source);
   // An `echo` inside `{% liquid %}` prints where that tag stands.
@@ -200,7 +203,7 @@ const urlPlace = (source: string, begin: number): "open" | "beforeColon" | null 
   if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return null;
   // The template's own colon right after the value makes the value the scheme's name.
   const end = enclosing?.end ?? pieces.find((piece) => piece.begin === begin)?.end ?? begin;
-  return /^[\u0000-\u0020\u007f]*:/.test(masked.slice(end, end + 64).replace(/\u0000+/, "")) ? "beforeColon" : "open";
+  return COLON_NEXT.test(masked.slice(end, end + 64).replace(/\u0000+/, "")) ? "beforeColon" : "open";
 };
 
 /** `text` unless it brings a scheme not known to be safe to the URL it is printed into. */

@@ -34,10 +34,10 @@ const describe = (issue: z.core.$ZodRawIssue): string | undefined => {
       if (issue.format === "email") return "must be a valid email address";
       if (issue.format === "datetime") {
         // Right shape, impossible date (2027-02-29, 2027-04-31): say so, not that the zone is missing.
-        const shaped = typeof issue.input === "string" && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(issue.input);
+        const shaped = typeof issue.input === "string" && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(issue.input);
         return shaped
           ? "must be a real calendar date and time (an ISO 8601 date-time with a time zone, upper-case T and Z)"
-          : "must be an ISO 8601 date-time with a time zone (upper-case T and Z)";
+          : "must be an ISO 8601 date-time with seconds and a time zone (upper-case T and Z)";
       }
       return `must be a valid ${issue.format}`;
     case "not_multiple_of":

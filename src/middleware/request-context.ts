@@ -39,8 +39,9 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     level: status >= 500 ? "error" : c.get("warning") ? "warn" : "info",
     request_id: requestId,
     method: c.req.method,
-    route: c.get("route") ?? null,
-    path: c.req.path,
+    route: c.get("route") ?? unsubscribeRoute(c.req.method, c.req.path) ?? null,
+    // An unsubscribe token is the only authority over its subscriber's consent: never logged.
+    path: c.req.path.replace(UNSUBSCRIBE_TOKEN, "$1{token}"),
     status,
     duration_ms: Date.now() - started,
     db_calls: trips.db.calls,
@@ -50,6 +51,15 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   };
   (line.level === "warn" ? console.warn : console.log)(JSON.stringify(line));
 });
+
+/** The token segment of an unsubscribe path (`/u/{token}`, `/v1/u/{token}/resubscribe`). */
+const UNSUBSCRIBE_TOKEN = /^((?:\/v1)?\/u\/)[^/]+/;
+
+/** The unsubscribe routes' names for the log (they are not apiRoutes). */
+const unsubscribeRoute = (method: string, path: string): string | undefined => {
+  const m = /^(?:\/v1)?\/u\/[^/]+(\/resubscribe)?\/?$/.exec(path);
+  return m ? `${method} /u/{token}${m[1] ?? ""}` : undefined;
+};
 
 // drizzle() walks the whole schema to build its relational config: a fifth of a simple read's CPU
 // when done per request. The instance holds nothing per request, so one per binding object is kept.

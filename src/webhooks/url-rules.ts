@@ -14,10 +14,10 @@ export const liveUrlProblem = (value: string): string | undefined => {
   const host = url.hostname.replace(/\.$/, "");
   if (host === "localhost" || host.endsWith(".localhost")) return "must not point to localhost with a live credential";
   const v4 = parseIpv4(host);
-  if (v4 && isNonPublicIpv4(v4)) return `must not point to a private, loopback or link-local address (${host}) with a live credential`;
+  if (v4 && isNonPublicIpv4(v4)) return `must not point to a non-public address (private, loopback, link-local, shared, documentation or multicast: ${host}) with a live credential`;
   if (host.startsWith("[")) {
     const v6 = parseIpv6(host.slice(1, -1));
-    if (!v6 || isNonPublicIpv6(v6)) return `must not point to a private, loopback or link-local address (${host}) with a live credential`;
+    if (!v6 || isNonPublicIpv6(v6)) return `must not point to a non-public address (private, loopback, link-local, shared, documentation or multicast: ${host}) with a live credential`;
   }
   return undefined;
 };
