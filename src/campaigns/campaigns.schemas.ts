@@ -40,7 +40,7 @@ const TEMPLATE_NOTE =
 
 export const htmlField = templateField(
   CONTENT_LIMITS.html,
-  `The html body. ${TEMPLATE_NOTE} Every output is HTML-escaped. Without \`{{ unsubscribe_url }}\`, a footer with the unsubscribe link and the newsletter's address is added. At most 512 KiB of UTF-8 (\`x-max-bytes\`; \`maxLength\` bounds the characters, a looser bound for text beyond ASCII).`,
+  `The html body. ${TEMPLATE_NOTE} Every output is HTML-escaped. A footer with the unsubscribe link and the newsletter's address is added to every message that does not show \`{{ unsubscribe_url }}\` as an \`<a>\` element's \`href\` (outside html comments), decided per message. At most 512 KiB of UTF-8 (\`x-max-bytes\`; \`maxLength\` bounds the characters, a looser bound for text beyond ASCII).`,
   '<html><body><h1>Hello {{ subscriber.name | default: "there" }}!</h1><p>This week in {{ newsletter.name }}…</p><p><a href="{{ unsubscribe_url }}">Unsubscribe</a></p></body></html>',
 );
 
