@@ -185,6 +185,12 @@ describe("rendering", () => {
     expect(render({ subject: "{{ subscriber.name }}" }, { ...bob, name: "Ann" }).subject).toBe("Ann");
   });
 
+  it("shows in the derived text what the html shows: escape and escape_once add no entities there", () => {
+    const m = render({ html: "<p>Hi {{ subscriber.name | escape }} {{ subscriber.location | escape_once | upcase }}</p>" }, { ...bob, name: "Tom & Jerry <3", location: "a&b" });
+    expect(m.html).toContain("Hi Tom &amp; Jerry &lt;3 A&amp;B");
+    expect(m.text.startsWith("Hi Tom & Jerry <3 A&B")).toBe(true);
+  });
+
   it("writes text parts with LF line endings only, whatever the template and the address use", () => {
     const crlf = renderMessage(compileCampaign(content({ text: "Hello {{ subscriber.email }}\r\nLine two\r\rBye" }), { ...newsletter, address: "1 Main St\r\nSpringfield" }), bob, URL);
     expect(crlf.text).not.toContain("\r");

@@ -47,7 +47,7 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   let restored = 0;
   const result = text.replace(PLACEHOLDER, (_, index: string) => {
     restored++;
-    return pieces[Number(index)] ?? "";
+    return withoutHtmlEscaping(pieces[Number(index)] ?? "");
   });
   // A piece lost (inside a tag's attributes, say, or in <head>) would change the template's meaning.
   return restored === pieces.length ? result : null;
@@ -55,6 +55,14 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
 
 /** One kind of line ending in a text part: text written with CRLF (or CR) gets LF, as the footer has. */
 export const lineFeeds = (text: string): string => (text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text);
+
+/**
+ * An output of the html as the text shows it: `escape` and `escape_once` change nothing in html (its
+ * outputs are escaped once already), so in the text derived from it they are left out, or the reader
+ * would see `&amp;` where the html shows `&`.
+ */
+const withoutHtmlEscaping = (piece: string) =>
+  piece.startsWith("{{") ? piece.replace(/\|\s*escape(?:_once)?\s*(?=\||-?\}\}$)/g, "") : piece;
 
 /** Blank lines left by tags that rendered nothing collapse to one; no trailing space; LF line endings. */
 export const tidyText = (text: string): string =>
