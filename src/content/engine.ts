@@ -184,30 +184,47 @@ const maskedSource = (source: string) => {
 /** A colon next, as a browser reads attribute text: after skipped characters, written or as a character reference. */
 const COLON_NEXT = /^(?:[\u0000-\u0020\u007f]|&(?:#0*(?:9|10|13|32);?|#x0*(?:9|a|d|20);?|Tab;|NewLine;))*(?::|&#0*58;?|&#x0*3a;?|&colon;)/i;
 
+/** The masked piece at `at` (pieces are in source order): an output's own, or the `{% liquid %}` tag holding an `echo`. */
+const pieceAt = (pieces: { begin: number; end: number }[], at: number) => {
+  let low = 0;
+  let high = pieces.length - 1;
+  while (low <= high) {
+    const mid = (low + high) >> 1;
+    const piece = pieces[mid] as { begin: number; end: number };
+    if (at < piece.begin) high = mid - 1;
+    else if (at >= piece.end) low = mid + 1;
+    else return piece;
+  }
+  return undefined;
+};
+
 const urlPlace = (source: string, begin: number): "open" | "beforeColon" | null => {
   const { masked, pieces } = maskedSource(source);
-  // An `echo` inside `{% liquid %}` prints where that tag stands.
-  const enclosing = pieces.find((piece) => piece.begin < begin && begin < piece.end);
-  const at = enclosing?.begin ?? begin;
-  const before = masked.slice(0, at);
-  const tag = before.slice(before.lastIndexOf("<"));
+  // What prints at `begin` stands where its piece stands (an `echo` inside `{% liquid %}`: that tag).
+  const piece = pieceAt(pieces, begin);
+  const at = piece?.begin ?? begin;
+  const open = masked.lastIndexOf("<", at - 1);
+  if (open === -1) return null;
+  const tag = masked.slice(open, at);
   // Still inside the tag: no `>` but in the quoted values of earlier attributes. With Liquid inside
   // the tag, a `>` may be one that never renders (an untaken branch): then the tag is read on.
-  if (!tag.startsWith("<") || (tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">") && !tag.includes(UNKNOWN))) return null;
+  if (tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">") && !tag.includes(UNKNOWN)) return null;
   const m = URL_ATTRIBUTE.exec(tag);
   if (!m) return null;
   const value = m[2] ?? m[3] ?? m[4] ?? "";
   // A srcset is a list of URLs: each candidate after a comma starts one of its own.
   const sofar = m[1]?.toLowerCase() === "srcset" ? value.slice(value.lastIndexOf(",") + 1) : value;
-  const known = sofar.slice(0, Math.min(...[sofar.indexOf(UNKNOWN), sofar.indexOf("&"), sofar.length].filter((i) => i !== -1)));
+  // The template's own text before any Liquid or entity in the value: only that can fix the scheme.
+  const cut = sofar.search(/[\u0000&]/);
+  const known = cut === -1 ? sofar : sofar.slice(0, cut);
   if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return null;
   // The template's own colon right after the value makes the value the scheme's name.
-  const end = enclosing?.end ?? pieces.find((piece) => piece.begin === begin)?.end ?? begin;
+  const end = piece?.end ?? begin;
   return COLON_NEXT.test(masked.slice(end, end + 64).replace(/\u0000+/, "")) ? "beforeColon" : "open";
 };
 
 /** `text` unless it brings a scheme not known to be safe to the URL it is printed into. */
-export const urlSafe = (text: string): string => {
+const urlSafe = (text: string): string => {
   const squeezed = text.includes(":") ? text.replace(SKIPPED, "") : text;
   const end = squeezed.search(/[:/?#]/);
   if (end === -1 || squeezed[end] !== ":") return text;
