@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { cachedCredential, rememberCredential } from "../src/credentials/credential-cache";
+import { hashToken } from "../src/credentials/tokens";
 import { secondsLeftInWindow } from "../src/middleware/auth";
 import { admin, call, createCredential, createWorkspace, expectError, tenant } from "./helpers";
 
@@ -43,6 +45,45 @@ describe("authentication", () => {
     expect(revoked.body.data.revoked_at).toMatch(/Z$/);
     expectError(await t.call("GET", "/v1/workspaces"), 401, "invalid_credential");
     expectError(await t.call("GET", `${t.ws}/subscribers`), 401, "invalid_credential");
+  });
+
+  it("stays revoked where it was revoked when a lookup from before the revocation caches the row late", async () => {
+    const t = await tenant();
+    const original = caches.default.put.bind(caches.default);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const late: Promise<void>[] = [];
+    const put = vi.spyOn(caches.default, "put").mockImplementation((key, value) => {
+      if (put.mock.calls.length > 1) return original(key, value);
+      // The first put is the lookup's live row: it lands only after the revocation.
+      const landed = gate.then(() => original(key, value));
+      late.push(landed);
+      return landed;
+    });
+    try {
+      expect((await t.call("GET", "/v1/workspaces")).status).toBe(200);
+      expect((await admin("DELETE", `/admin/credentials/${t.credential.id}`)).status).toBe(200);
+      expectError(await t.call("GET", "/v1/workspaces"), 401, "invalid_credential");
+      release();
+      await Promise.all(late);
+      // The revocation writes its tombstone again a second later, over the late live row.
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      expectError(await t.call("GET", "/v1/workspaces"), 401, "invalid_credential");
+    } finally {
+      put.mockRestore();
+    }
+  });
+
+  it("does not cache a live row over a revocation's tombstone", async () => {
+    const t = await tenant();
+    expect((await admin("DELETE", `/admin/credentials/${t.credential.id}`)).status).toBe(200);
+    const tokenHash = await hashToken(t.token);
+    const revoked = await cachedCredential(tokenHash);
+    expect(revoked?.revokedAt).not.toBeNull();
+    if (!revoked) throw new Error("the revocation left no tombstone");
+    await rememberCredential({ ...revoked, revokedAt: null });
+    expect((await cachedCredential(tokenHash))?.revokedAt).toBe(revoked.revokedAt);
+    expectError(await t.call("GET", "/v1/workspaces"), 401, "invalid_credential");
   });
 
   it("gives live and test credentials the same view of a workspace", async () => {

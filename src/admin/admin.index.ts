@@ -1,5 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import { forgetCredential } from "../credentials/credential-cache";
+import { tombstoneCredential } from "../credentials/credential-cache";
 import { insertCredential, revokeCredential } from "../credentials/credentials.repository";
 import { hashToken, issueToken } from "../credentials/tokens";
 import { ApiError, notFound } from "../errors/api-error";
@@ -64,6 +64,7 @@ export const adminRouter = createRouter()
     const { credential_id } = c.req.valid("param");
     const row = await revokeCredential(c.var.db, credential_id, Date.now());
     if (!row) throw notFound("credential", credential_id);
-    await forgetCredential(row.tokenHash);
+    const { rewrite } = await tombstoneCredential(row);
+    c.executionCtx.waitUntil(rewrite);
     return c.json(envelope(serializeCredential(row)), 200);
   });

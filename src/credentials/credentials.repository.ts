@@ -44,18 +44,20 @@ export const insertCredential = async (db: Db, credential: NewCredential): Promi
   ]);
 };
 
-/** Sets revoked_at once; revoking again keeps the first instant. */
+/** Sets revoked_at once (revoking again keeps the first instant) and reads the row back, in one batch. */
 export const revokeCredential = async (db: Db, id: string, now: number): Promise<CredentialRow | undefined> => {
-  await db
-    .update(credentials)
-    .set({ revokedAt: now })
-    .where(and(eq(credentials.id, id), isNull(credentials.revokedAt)));
-  const row = await db.select().from(credentials).where(eq(credentials.id, id)).get();
+  const [, [row], grants] = await db.batch([
+    db
+      .update(credentials)
+      .set({ revokedAt: now })
+      .where(and(eq(credentials.id, id), isNull(credentials.revokedAt))),
+    db.select().from(credentials).where(eq(credentials.id, id)),
+    db
+      .select({ workspaceId: credentialWorkspaces.workspaceId })
+      .from(credentialWorkspaces)
+      .where(eq(credentialWorkspaces.credentialId, id)),
+  ]);
   if (!row) return undefined;
-  const grants = await db
-    .select({ workspaceId: credentialWorkspaces.workspaceId })
-    .from(credentialWorkspaces)
-    .where(eq(credentialWorkspaces.credentialId, id));
   return { ...row, workspaceIds: grants.map((g) => g.workspaceId) };
 };
 
