@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
 import { sha256Hex } from "../src/lib/crypto";
 import { createCredential, createWorkspace, expectError, tenant } from "./helpers";
+import { mockResend } from "./resend.mock";
 import { createCampaign, createNewsletter, createSegment, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
 
 const HTML = '<html><body><h1>Hi {{ subscriber.name | default: "there" }}</h1><p>News from {{ newsletter.name }}.</p></body></html>';
@@ -15,6 +16,29 @@ afterEach(() => {
 const campaignWith = async (t: Tenant, body: Record<string, unknown>) => {
   const newsletter = await createNewsletter(t, { name: "Weekly", address: "1 Main Street, Springfield" });
   return createCampaign(t, { newsletter_id: newsletter.id, ...body });
+};
+
+/** A tenant with a live credential, on a deployment where the resend integration is configured. */
+const liveTenant = async (): Promise<Tenant> => {
+  const workspace = await createWorkspace();
+  const credential = await createCredential([workspace.id], { mode: "live" });
+  const app = createApp();
+  const liveEnv = { ...env, RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000" } as Env;
+  return {
+    workspace,
+    credential,
+    token: credential.token,
+    ws: `/v1/workspaces/${workspace.id}`,
+    call: async (method, path, options = {}) => {
+      const headers = new Headers(options.headers);
+      headers.set("authorization", `Bearer ${credential.token}`);
+      if (options.body !== undefined) headers.set("content-type", "application/json");
+      const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+      const res = await app.fetch(new Request(`https://api.example.test${path}`, { method, headers, body }), liveEnv, createExecutionContext());
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
+    },
+  };
 };
 
 describe("campaign content over the API", () => {
@@ -249,25 +273,7 @@ describe("test send", () => {
   });
 
   it("sends through Resend with a live credential: [Test] subject, html, text and the unsubscribe headers", async () => {
-    const workspace = await createWorkspace();
-    const credential = await createCredential([workspace.id], { mode: "live" });
-    const app = createApp();
-    const liveEnv = { ...env, RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000" } as Env;
-    const t: Tenant = {
-      workspace,
-      credential,
-      token: credential.token,
-      ws: `/v1/workspaces/${workspace.id}`,
-      call: async (method, path, options = {}) => {
-        const headers = new Headers(options.headers);
-        headers.set("authorization", `Bearer ${credential.token}`);
-        if (options.body !== undefined) headers.set("content-type", "application/json");
-        const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-        const res = await app.fetch(new Request(`https://api.example.test${path}`, { method, headers, body }), liveEnv, createExecutionContext());
-        const text = await res.text();
-        return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
-      },
-    };
+    const t = await liveTenant();
     const c = await campaignWith(t, { subject: "News for {{ subscriber.name }}", html: HTML });
     const preview = (await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`)).body.data;
     const fetchSpy = vi.spyOn(globalThis, "fetch").mockImplementation(async () => Response.json({ data: [{ id: "re_123" }], errors: [] }));
@@ -283,7 +289,7 @@ describe("test send", () => {
     // Resend's key follows the request's Idempotency-Key, so a retry that runs again (another isolate,
     // the first still waiting for its slot) asks Resend under the same key and mails nobody twice.
     const providerKey = new Headers(init?.headers).get("idempotency-key");
-    expect(providerKey).toBe(`test_send:${(await sha256Hex(`${credential.id}\ntest-send-0001`)).slice(0, 32)}`);
+    expect(providerKey).toBe(`test_send:${(await sha256Hex(`${t.credential.id}\ntest-send-0001`)).slice(0, 32)}`);
     const [sent] = JSON.parse(String(init?.body));
     expect(sent).toMatchObject({
       to: ["ada@example.com"],
@@ -302,5 +308,35 @@ describe("test send", () => {
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.body.data).toEqual(res.body.data);
     expect(fetchSpy).toHaveBeenCalledTimes(1);
+  });
+
+  it("answers 503 provider_unavailable, unstored, when Resend does not take a test send, and the retry mails nobody twice", async () => {
+    const t = await liveTenant();
+    const c = await campaignWith(t, { html: HTML });
+    const resend = mockResend();
+    // Resend takes the batch, but no answer comes back, try after try.
+    resend.inject(...Array.from({ length: 10 }, () => ({ kind: "timeout" as const })));
+    const request = { body: { emails: ["ada@example.com", "bob@example.com"] }, headers: { "idempotency-key": "test-send-timeout-1" } };
+    const first = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, request);
+    expectError(first, 503, "provider_unavailable");
+    expect(first.body.error.type).toBe("api_error");
+    expect(Number(first.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(resend.calls.length).toBeGreaterThan(0);
+    resend.clearFaults();
+    // The retry runs again (a 503 is not stored), with the same request under the same key: Resend
+    // answers it from its record, and sends nothing again.
+    const retry = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, request);
+    expect(retry.status, retry.text).toBe(200);
+    expect(retry.headers.get("idempotent-replayed")).toBeNull();
+    expect(retry.body.data.results.map((r: { status: string }) => r.status)).toEqual(["sent", "sent"]);
+    expect(new Set(resend.calls.map((call) => call.key)).size).toBe(1);
+    expect([...resend.copiesPerRecipient().entries()]).toEqual([
+      ["ada@example.com", 1],
+      ["bob@example.com", 1],
+    ]);
+    // Now the answer is final, and stored.
+    const replay = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, request);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body).toEqual(retry.body);
   });
 });

@@ -131,6 +131,8 @@ export const mockResend = (options: { rps?: number } = {}) => {
     received,
     /** Queues faults for the next calls, in order. */
     inject: (...next: Fault[]) => faults.push(...next),
+    /** Drops the faults not yet used. */
+    clearFaults: () => void faults.splice(0),
     /** How many messages each recipient received. */
     copiesPerRecipient: () => {
       const counts = new Map<string, number>();

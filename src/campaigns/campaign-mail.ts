@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { notFound, ApiError } from "../errors/api-error";
 import { SAMPLE_RECIPIENT, TemplateError, templateInvalid } from "../content";
 import { sha256Hex } from "../lib/crypto";
-import { newId } from "../lib/ids";
+import { idPrefixes, newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
 import { chooseIntegration } from "../sending/producer";
@@ -71,12 +71,26 @@ export const testSend = async (
   const composer = await composerOf(c, workspaceId, campaignId);
   // One message (the sample subscriber's), addressed to each.
   const email = await compose(composer, SAMPLE, "test");
-  const emails = request.emails.map((to) => ({ ...email, deliveryId: newId("test_message"), to, subject: `[Test] ${email.subject}` }));
-  // The provider's key: a retry of this request (same Idempotency-Key) asks under the same one, so
-  // it mails nobody twice; without a key, a fresh one per test send.
+  // The provider's key, and the message ids its request carries (as tags): a retry of this request
+  // (same Idempotency-Key) asks with the same request under the same key, so the provider mails nobody
+  // twice; without a key, fresh ones per test send.
   const key = c.var.idempotency;
-  const providerKey = key ? `test_send:${(await sha256Hex(`${key.credentialId}\n${key.key}`)).slice(0, 32)}` : `test_send:${newId("test_message")}`;
+  const seed = key ? (await sha256Hex(`${key.credentialId}\n${key.key}`)).slice(0, 32) : undefined;
+  const providerKey = `test_send:${seed ?? newId("test_message")}`;
+  const messageId = (i: number) => (seed ? `${idPrefixes.test_message}${seed.slice(0, 24).toUpperCase()}${String(i).padStart(2, "0")}` : newId("test_message"));
+  const emails = request.emails.map((to, i) => ({ ...email, deliveryId: messageId(i), to, subject: `[Test] ${email.subject}` }));
   const outcomes = await integration.sendBatch(emails, providerKey);
+  // Not taken yet (rate limited, provider trouble, no answer): not an outcome to report, or to store
+  // under the Idempotency-Key; the client's retry asks again.
+  const pending = outcomes.find((outcome) => outcome.kind === "retry" || outcome.kind === "deferred");
+  if (pending && (pending.kind === "retry" || pending.kind === "deferred")) {
+    const wait = Math.max(1, Math.ceil(pending.retryAfterSeconds ?? 5));
+    throw new ApiError(
+      "provider_unavailable",
+      `The mail provider did not take the test send yet (${pending.error.message}); retry after ${wait} seconds${key ? " with the same Idempotency-Key: nobody gets two copies" : ", with an Idempotency-Key so that a message the provider took without answering is not sent twice"}`,
+      { headers: { "Retry-After": String(wait) } },
+    );
+  }
   const results = request.emails.map((to, i) => {
     const outcome = outcomes[i];
     return outcome?.kind === "sent"

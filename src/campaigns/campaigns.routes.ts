@@ -1,4 +1,5 @@
 import { OperationSchema } from "../operations/operations.schemas";
+import { providerUnavailable } from "../errors/openapi";
 import { apiRoute } from "../lib/route";
 import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import {
@@ -135,7 +136,7 @@ export const testCampaign = apiRoute({
   tags: ["Campaigns"],
   summary: "Send a campaign test",
   description:
-    "Sends the campaign, rendered for the sample subscriber with its subject prefixed `[Test] `, to 1 to 5 addresses. No delivery is recorded and the campaign stays as it was. Test credentials deliver through `sandbox`.",
+    "Sends the campaign, rendered for the sample subscriber with its subject prefixed `[Test] `, to 1 to 5 addresses. No delivery is recorded and the campaign stays as it was. Test credentials deliver through `sandbox`. A result is final (`sent`, or `failed` with the provider's reason); when the provider did not take the messages yet (rate limited, a 5xx, no answer), the answer is a 503 `provider_unavailable` with `Retry-After`, which is not stored: the same request with the same Idempotency-Key tries again, under the same provider idempotency key, so nobody gets two copies.",
   scope: "campaigns:send",
   idempotent: true,
   request: {
@@ -144,5 +145,6 @@ export const testCampaign = apiRoute({
   },
   responses: {
     200: { description: "One result per address", content: { "application/json": { schema: dataEnvelope(TestSendSchema) } } },
+    503: providerUnavailable,
   },
 });

@@ -23,6 +23,7 @@ export const errorCodes = {
   rate_limited: { status: 429, type: "rate_limit_error" },
   internal_error: { status: 500, type: "api_error" },
   configuration_error: { status: 503, type: "api_error" },
+  provider_unavailable: { status: 503, type: "api_error" },
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;

@@ -65,6 +65,14 @@ const body = {
   415: json("unsupported_media_type: body is not application/json"),
 } as const;
 
+const configurationError = json("configuration_error: the deployment lacks a binding or its migrations (GET /health says which)");
+
+/** The 503 of a route that waits on the mail provider: the provider's trouble, beside the deployment's. */
+export const providerUnavailable = json(
+  "configuration_error: the deployment lacks a binding or its migrations (GET /health says which); provider_unavailable: the mail provider did not take the messages yet (rate limited, an error or no answer): retry with the same Idempotency-Key after Retry-After",
+  { "Retry-After": { description: "Seconds to wait before retrying (provider_unavailable).", schema: { type: "integer" } } },
+);
+
 /** Errors any authenticated route can answer with. */
 const common = {
   // Each route names its own (src/lib/route.ts): this is a read's without a cursor.
@@ -76,7 +84,7 @@ const common = {
     "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
   }),
   500: json("internal_error"),
-  503: json("configuration_error: the deployment lacks a binding or its migrations (GET /health says which)"),
+  503: configurationError,
 } as const;
 
 const writes = {

@@ -32,7 +32,9 @@ export const renderError = (c: Context<AppEnv>, thrown: unknown): Response => {
     thrown instanceof ApiError
       ? thrown
       : (configurationProblemOf(thrown) ?? new ApiError("internal_error", "An unexpected error occurred. It has been logged."));
-  if (!(thrown instanceof ApiError) || err.status >= 500) {
+  // The provider's trouble is not the service's: the access line carries it as a warning.
+  if (err.code === "provider_unavailable") c.set("warning", err.message);
+  else if (!(thrown instanceof ApiError) || err.status >= 500) {
     console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), code: err.code, error: describeForLog(thrown) }));
   }
   for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value);

@@ -36,7 +36,7 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   c.header("Server-Timing", serverTiming(trips));
   const status = c.res.status;
   const line = {
-    level: status >= 500 ? "error" : c.get("warning") ? "warn" : "info",
+    level: c.get("warning") ? "warn" : status >= 500 ? "error" : "info",
     request_id: requestId,
     method: c.req.method,
     route: c.get("route") ?? unsubscribeRoute(c.req.method, c.req.path) ?? null,
