@@ -38,6 +38,15 @@ describe("the pacer's slot arithmetic", () => {
     expect(reserveSlot(pauseUntil({ next: 0 }, 10_000, 7_000), 10_000, 2, 30_000).reservation.waitMs).toBe(7_000);
   });
 
+  it("a 429 keeps the starts already confirmed, so a pause shorter than a window cannot crowd one", () => {
+    // Two starts at 9,500 and 9,900 (rps 2: a window of 1,010 ms holds two); a 429 at 10,000 asks for
+    // 100 ms. A slot at 10,100 would make three starts within 1,010 ms.
+    const paused = pauseUntil({ next: 10_400, starts: [9_500, 9_900] }, 10_000, 100);
+    expect(paused.starts).toEqual([9_500, 9_900]);
+    expect(confirmSlot(paused, 10_100, 10_100, 2).granted).toBe(false);
+    expect(confirmSlot(paused, 10_600, 10_600, 2).granted).toBe(true);
+  });
+
   it("slots kept on time are always confirmed, whatever the rate", () => {
     for (const rps of [0.5, 1, 2, 3, 10]) {
       let state: PacerState = { next: 0 };

@@ -60,6 +60,9 @@ export const reserveSlot = (
 
 /** After a 429: no slot starts before `retryAfterMs` from now, not even one handed out already. */
 export const pauseUntil = (state: PacerState, now: number, retryAfterMs: number): PacerState => ({
+  // The starts confirmed so far stay: a pause shorter than a window must not let a later confirm
+  // put more than the rate's starts into one window with them.
+  ...state,
   next: Math.max(state.next, now + retryAfterMs),
   pausedUntil: Math.max(state.pausedUntil ?? 0, now + retryAfterMs),
 });
