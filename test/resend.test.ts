@@ -130,6 +130,22 @@ describe("a 429 holds back every sender", () => {
     expect(calls).toEqual(["reserve", "confirm", "pause 3000", "reserve", "confirm"]);
   });
 
+  it("a step whose request failed and then found no slot in reach counts that try: retry with its error, not deferred", async () => {
+    let reserved = 0;
+    const pacer = {
+      reserve: async () => (++reserved === 1 ? { at: Date.now(), waitMs: 0, granted: true } : { at: Date.now() + 60_000, waitMs: 60_000, granted: false }),
+      pause: async () => {},
+      confirm: async () => true,
+    };
+    const resend = mockResend();
+    resend.inject({ kind: "status", status: 500, name: "internal_server_error" });
+    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
+    const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
+    const outcomes = await integration.sendBatch([email], "key-deferred-after-500");
+    expect(resend.calls.map((c) => c.status)).toEqual([500]);
+    expect(outcomes).toEqual([{ kind: "retry", error: expect.objectContaining({ code: expect.stringMatching(/500|server/) }), retryAfterSeconds: 60 }]);
+  });
+
   it("a slot handed out before a 429 and inside its Retry-After is given up for one after it", () => {
     const before = reserveSlot({ next: 0 }, 10_000, 2, 30_000);
     const held = reserveSlot(before.state, 10_000, 2, 30_000).reservation; // another sender's, at 10,560

@@ -677,6 +677,33 @@ describe("queue edges", () => {
 });
 
 describe("scheduling and the sweeper", () => {
+  it("a send only waiting for a provider slot is not taken for a stalled one: the sweeper adds no second delivery chain", async () => {
+    // A pacer with no slot in reach, as under a long backlog of other sends.
+    const far = { at: Date.now() + 60_000, waitMs: 60_000, granted: false };
+    const pacer = { reserve: async () => far, pause: async () => {}, confirm: async () => true };
+    const namespace = { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"];
+    const h = await harness("live", { RESEND_PACER: namespace });
+    await seedSubscribers(h.t.workspace.id, 3);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out
+    await h.step(); // delivery: no slot, asked for again in a minute
+    expect(resend.calls).toEqual([]);
+    expect(h.queue.messages.map((m) => [m.body, m.delaySeconds])).toEqual([[{ type: "deliver", operation_id: op.id, from: null, to: null }, 60]]);
+    // Its last change was long ago; its last wait just now.
+    await env.DB.prepare("UPDATE operations SET updated_at = ?2 WHERE id = ?1").bind(op.id, Date.now() - 11 * 60_000).run();
+    const sweep = () => worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), h.env);
+    await sweep();
+    expect(h.queue.messages).toHaveLength(1);
+    // Without a wait on record for ten minutes, it is stalled, and the sweeper restarts its delivery.
+    await env.DB.prepare("UPDATE operations SET heartbeat_at = ?2 WHERE id = ?1").bind(op.id, Date.now() - 11 * 60_000).run();
+    await sweep();
+    expect(h.queue.messages.map((m) => m.body)).toContainEqual({ type: "deliver", operation_id: op.id, from: null, to: null });
+    expect(h.queue.messages).toHaveLength(2);
+  });
+
   it("a send scheduled beyond the queue's 12 h delay is started by the cron sweep when it is due", async () => {
     const h = await harness("test");
     await seedSubscribers(h.t.workspace.id, 3);

@@ -185,6 +185,12 @@ export const operations = sqliteTable(
     createdAt: integer().notNull(),
     updatedAt: integer().notNull(),
     completedAt: integer(),
+    /**
+     * The last time the pipeline worked on the send without changing it (a chunk waiting for a
+     * provider slot): the sweeper counts it as progress, so it does not start a second delivery
+     * chain for a send that is only waiting. Internal; `updated_at` keeps meaning a change.
+     */
+    heartbeatAt: integer(),
   },
   (t) => [
     index("operations_campaign_idx").on(t.campaignId),

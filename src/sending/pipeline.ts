@@ -23,6 +23,7 @@ import {
   loadMessageContext,
   loadOperationState,
   markOperationRunning,
+  markOperationWaiting,
   type OperationState,
 } from "./send.repository";
 
@@ -248,6 +249,7 @@ const deliver = async (
     await deps.queue.send({ type: "deliver", operation_id: op.id, from, to } satisfies SendMessage, {
       delaySeconds: Math.min(deferred.retryAfterSeconds, MAX_QUEUE_DELAY_SECONDS),
     });
+    await markOperationWaiting(deps.d1, op.id, deps.now());
     return;
   }
 

@@ -187,6 +187,14 @@ export const markOperationRunning = async (d1: D1Database, op: OperationState, n
   return (started?.results.length ?? 0) === 1;
 };
 
+/**
+ * A delivery step that waited for the provider and changed nothing: the sweeper reads this as
+ * progress (findSweepCandidates), so a send that only waits is not taken for a stalled one.
+ */
+export const markOperationWaiting = async (d1: D1Database, operationId: string, now: number): Promise<void> => {
+  await d1.prepare(`UPDATE operations SET heartbeat_at = ?2 WHERE id = ?1 AND status = 'running'`).bind(operationId, now).run();
+};
+
 // ---- completion ----
 
 /**

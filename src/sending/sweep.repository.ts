@@ -7,7 +7,10 @@ export type SweepCandidates = {
   dueSoon: { id: string; startAt: number }[];
   /** Running, no progress for a while: the fan-out chain broke (e.g. an enqueue failed). */
   stalledFanout: { id: string; cursor: string | null }[];
-  /** Running, fan-out done, no progress for a long while: deliveries left queued with no message. */
+  /**
+   * Running, fan-out done, no progress for a long while (nor a step that waited for the provider:
+   * `heartbeat_at`): deliveries left queued with no message.
+   */
   stalledDelivery: string[];
 };
 
@@ -31,7 +34,7 @@ export const findSweepCandidates = async (
       .prepare(
         `SELECT id, fanout_cursor, fanout_done FROM operations
           WHERE status = 'running'
-            AND ((fanout_done = 0 AND updated_at <= ?1) OR (fanout_done = 1 AND updated_at <= ?2))
+            AND ((fanout_done = 0 AND updated_at <= ?1) OR (fanout_done = 1 AND MAX(updated_at, COALESCE(heartbeat_at, 0)) <= ?2))
           ORDER BY updated_at LIMIT ?3`,
       )
       .bind(now - limits.fanoutStallMs, now - limits.deliveryStallMs, limits.take),

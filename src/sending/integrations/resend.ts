@@ -292,6 +292,15 @@ const post = async (config: Config, batch: BatchState, emails: OutboundEmail[], 
  */
 const sendBatch = async (config: Config, emails: OutboundEmail[], key: string, options: SendOptions = {}): Promise<SendOutcome[]> => {
   const batch: BatchState = { leftOut: options.leftOut, left: new Map(), asked: new Set() };
+  /** Every email's outcome when the batch is to be asked again in a later step, after `error`. */
+  const retryAll = (error: DeliveryError, retryAfterSeconds: number | undefined): SendOutcome[] =>
+    emails.map((email) => {
+      const left = batch.left.get(email.deliveryId);
+      return left && !batch.asked.has(email.deliveryId)
+        ? { kind: "retry", error: left, retryAfterSeconds, leftOut: true }
+        : { kind: "retry", error, retryAfterSeconds };
+    });
+  let lastError: DeliveryError | undefined;
   for (let attempt = 1; ; attempt++) {
     const answer = await post(config, batch, emails, key);
     if (answer.kind === "done") {
@@ -302,25 +311,25 @@ const sendBatch = async (config: Config, emails: OutboundEmail[], key: string, o
           : outcome,
       );
     }
-    if (answer.kind === "deferred") return emails.map(() => deferredOutcome(answer));
+    if (answer.kind === "deferred") {
+      // No slot soon enough. Only when no request of this step has left is that "nothing attempted"
+      // (deferred, no attempt counted); after one (a 429 or 5xx that then left no slot in reach), the
+      // step made a try that counts, with that request's error.
+      const deferred = deferredOutcome(answer);
+      if (batch.asked.size === 0) return emails.map(() => deferred);
+      return retryAll(lastError ?? answer.error, deferred.retryAfterSeconds);
+    }
+    lastError = answer.error;
     // A 429 holds every sender back, not only this one: the pacer starts no request before it ends.
     if (answer.status === 429) await config.pacer.pause(answer.retryAfterMs ?? 1000);
-    if (attempt >= TRIES_PER_STEP) {
-      const retryAfterSeconds = seconds(answer.retryAfterMs);
-      return emails.map((email) => {
-        const left = batch.left.get(email.deliveryId);
-        return left && !batch.asked.has(email.deliveryId)
-          ? { kind: "retry", error: left, retryAfterSeconds, leftOut: true }
-          : { kind: "retry", error: answer.error, retryAfterSeconds };
-      });
-    }
+    if (attempt >= TRIES_PER_STEP) return retryAll(answer.error, seconds(answer.retryAfterMs));
     if (answer.status !== 429) await sleep(250 * 2 ** (attempt - 1));
   }
 };
 
 const seconds = (ms?: number) => (ms === undefined ? undefined : Math.ceil(ms / 1000));
 
-const deferredOutcome = (deferred: Deferred): SendOutcome => ({ kind: "deferred", error: deferred.error, retryAfterSeconds: seconds(deferred.retryAfterMs) ?? 1 });
+const deferredOutcome = (deferred: Deferred): Extract<SendOutcome, { kind: "deferred" }> => ({ kind: "deferred", error: deferred.error, retryAfterSeconds: seconds(deferred.retryAfterMs) ?? 1 });
 
 /**
  * Resend over HTTPS, one batch request per delivery chunk, at the account's rate. 429, 5xx, timeouts
