@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readUnsubscribeToken, unsubscribeToken } from "../src/consent/unsubscribe-token";
 import { signerFor } from "../src/lib/signing";
-import { type ApiResponse, call, tenant } from "./helpers";
+import { type ApiResponse, call, createCredential, tenant } from "./helpers";
 import { createCampaign, createNewsletter, previewLinkPath, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
 
 // The unsubscribe link of every message: RFC 8058 one-click POSTs from mailbox providers, and the
@@ -281,6 +281,22 @@ describe("links rendered outside a send", () => {
     expect(shown.text).not.toContain("subscribe again");
     expect((await oneClick(path.slice(3))).status).toBe(200);
     expect((await subscriberOf(t, created.body.data.id)).status).toBe("unsubscribed");
+  });
+
+  it("a credential that may not change consent gets the test link in a real subscriber's preview: a read scope cannot unsubscribe", async () => {
+    const t = await tenant();
+    const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "reader@example.com", name: "Rea" } });
+    const campaign = await createCampaign(t, { newsletter_id: (await createNewsletter(t, { name: "Read only" })).id, subject: "Hi {{ subscriber.name }}" });
+    const reader = await createCredential([t.workspace.id], { scopes: ["campaigns:read"] });
+    const asReader = { ws: t.ws, call: (method: string, path: string, options = {}) => call(method, path, { ...options, token: reader.token }) };
+    const preview = await asReader.call("POST", `${t.ws}/campaigns/${campaign.id}/preview`, { body: { subscriber_id: created.body.data.id } });
+    expect(preview.status).toBe(200);
+    // The rest of the message is that subscriber's.
+    expect(preview.body.data).toMatchObject({ to: "reader@example.com", subject: "Hi Rea" });
+    const path = await previewLinkPath(asReader, campaign.id, created.body.data.id);
+    expect(path).toBe(await previewLinkPath(t, campaign.id));
+    expect((await oneClick(path.slice(3))).text).toContain("This is a test link");
+    expect((await subscriberOf(t, created.body.data.id)).status).toBe("active");
   });
 
   it("the sample subscriber's link (preview, test send) says it is a test link and changes nothing", async () => {

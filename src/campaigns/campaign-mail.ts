@@ -44,8 +44,12 @@ export const previewEmail = async (
   if (subscriberId !== null && !subscriber) {
     throw new ApiError("resource_missing", `No subscriber ${subscriberId} exists in this workspace`, { param: "subscriber_id" });
   }
+  // A real subscriber's unsubscribe link changes their consent: it is given only to a credential
+  // that may change it (subscribers:write); any other gets the campaign's test link in its place
+  // (same shape, its page changes nothing), so a read scope never carries a consent write.
+  const linkId = subscriber && c.var.principal.scopes.includes("subscribers:write") ? subscriber.id : SAMPLE_SUBSCRIBER_ID;
   const addressee: Addressee = subscriber
-    ? { id: subscriber.id, email: subscriber.email, name: subscriber.name, tags: subscriber.tags, location: subscriber.location, source: subscriber.source }
+    ? { id: linkId, email: subscriber.email, name: subscriber.name, tags: subscriber.tags, location: subscriber.location, source: subscriber.source }
     : SAMPLE;
   const email = await compose(composer, addressee, "preview");
   return {
