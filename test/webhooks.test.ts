@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createCredential, expectError, tenant } from "./helpers";
+import { harness } from "./send.harness";
 import { attemptRow, createEndpoint, RECEIVER, receiver } from "./webhooks.fixtures";
 
 // Webhook endpoints: the resource, its rules and its test send (delivery: webhooks.delivery.test.ts).
@@ -168,6 +169,21 @@ describe("webhook endpoints", () => {
     const ok = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: "https://93.184.216.34/hook", events: ["*"] } });
     expect(ok.status, ok.text).toBe(201);
     const patch = await t.call("PATCH", `${t.ws}/webhook_endpoints/${ok.body.data.id}`, { body: { url: "https://[::1]/x" } });
+    expect(patch.status).toBe(400);
+    expect(patch.body.error.param).toBe("url");
+  });
+
+  it("on a deployed service (public PUBLIC_BASE_URL), test credentials get the live rule too: the workspace's live events go to every endpoint", async () => {
+    const h = await harness("test", { PUBLIC_BASE_URL: "https://news.example.com" });
+    for (const url of ["http://127.0.0.1:9000/hook", "http://localhost:8787/hook", "https://169.254.169.254/latest", "https://10.0.0.1/", "https://[::1]/"]) {
+      const res = await h.t.call("POST", `${h.t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
+      expect(res.status, `${url}: ${res.text}`).toBe(400);
+      expect(res.body.error.param).toBe("url");
+      expect(res.body.error.message).toMatch(/on a deployed service/);
+    }
+    const ok = await h.t.call("POST", `${h.t.ws}/webhook_endpoints`, { body: { url: "https://hooks.example.com/in", events: ["*"] } });
+    expect(ok.status, ok.text).toBe(201);
+    const patch = await h.t.call("PATCH", `${h.t.ws}/webhook_endpoints/${ok.body.data.id}`, { body: { url: "https://10.0.0.1/x" } });
     expect(patch.status).toBe(400);
     expect(patch.body.error.param).toBe("url");
   });

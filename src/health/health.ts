@@ -5,7 +5,7 @@ import { requestIdHeader } from "../errors/openapi";
 import type { AppEnv } from "../lib/types";
 import { publicBaseUrl } from "../sending/compose";
 import { resolveIntegration } from "../sending/integrations";
-import { liveUrlProblem } from "../webhooks/url-rules";
+import { nonPublicUrlProblem } from "../webhooks/url-rules";
 
 // /health says whether this deployment can serve the API, and if not, what to fix: the bindings it
 // needs, a migrated database holding the signing key, and which optional parts are configured.
@@ -97,7 +97,7 @@ const linksCheck = (c: Context<AppEnv>): Health["checks"]["links"] => {
   // Public: https, and not a name or address a webhook endpoint could not have in live mode either.
   const problem = !url
     ? `${origin} is not a URL`
-    : url.protocol !== "https:" || liveUrlProblem(origin)
+    : url.protocol !== "https:" || nonPublicUrlProblem(origin)
       ? `${origin} is not a public https origin`
       : undefined;
   if (!problem) return { status: "ok", message: `links in mail point at ${origin}` };

@@ -36,13 +36,21 @@ import {
   serializeEndpoint,
   serializeEndpointWithSecret,
 } from "./endpoints.schemas";
-import { liveUrlProblem } from "./url-rules";
+import { isDevelopmentOrigin, nonPublicUrlProblem } from "./url-rules";
+import { publicBaseUrl } from "../sending/compose";
 
-/** The rule that depends on the credential: live mode never points at private or local addresses. */
-const checkLiveUrl = (c: Context<AppEnv>, url: string | undefined) => {
-  if (url === undefined || c.var.principal.mode !== "live") return;
-  const problem = liveUrlProblem(url);
-  if (problem) throw new ApiError("validation_failed", `url ${problem}`, { param: "url", details: [{ param: "url", message: problem }] });
+/**
+ * The rule that depends on who asks and where: endpoints point at public hosts, except for a test
+ * credential on a local development deployment (the events of every mode of the workspace go to them).
+ */
+const checkPublicUrl = (c: Context<AppEnv>, url: string | undefined) => {
+  if (url === undefined) return;
+  const live = c.var.principal.mode === "live";
+  if (!live && isDevelopmentOrigin(publicBaseUrl(c.env))) return;
+  const problem = nonPublicUrlProblem(url);
+  if (!problem) return;
+  const why = live ? `${problem} with a live credential` : `${problem} on a deployed service (PUBLIC_BASE_URL is public; local addresses are for local development)`;
+  throw new ApiError("validation_failed", `url ${why}`, { param: "url", details: [{ param: "url", message: why }] });
 };
 
 const missing = (id: string) => notFound("endpoint", id);
@@ -51,7 +59,7 @@ export const webhookEndpointsRouter = createRouter()
   .openapi(createEndpoint, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const body = c.req.valid("json");
-    checkLiveUrl(c, body.url);
+    checkPublicUrl(c, body.url);
     const now = Date.now();
     const id = newId("webhook_endpoint", now);
     const [[row]] = await commit(
@@ -96,7 +104,7 @@ export const webhookEndpointsRouter = createRouter()
   .openapi(updateEndpoint, async (c) => {
     const { workspace_id, endpoint_id } = c.req.valid("param");
     const body = c.req.valid("json");
-    checkLiveUrl(c, body.url);
+    checkPublicUrl(c, body.url);
     const changes: EndpointChanges = { updatedAt: Date.now() };
     if (body.url !== undefined) changes.url = body.url;
     if (body.events !== undefined) changes.events = body.events;

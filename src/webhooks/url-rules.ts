@@ -5,21 +5,37 @@
 
 export const URL_MAX_LENGTH = 2048;
 
-/** Live mode only: hosts that name this machine or a private network. */
-export const liveUrlProblem = (value: string): string | undefined => {
+/**
+ * Hosts that name this machine or a private network: what a live credential, or any credential on
+ * a deployed service, may not point an endpoint at. Undefined for a public host.
+ */
+export const nonPublicUrlProblem = (value: string): string | undefined => {
   // A fully qualified name's final dot names the same host (`localhost.` is localhost).
   const url = new URL(value);
   // Port 0 reaches nothing anywhere; refused as the addresses below are.
-  if (url.port === "0") return "must not use port 0 with a live credential";
+  if (url.port === "0") return "must not use port 0";
   const host = url.hostname.replace(/\.$/, "");
-  if (host === "localhost" || host.endsWith(".localhost")) return "must not point to localhost with a live credential";
+  if (host === "localhost" || host.endsWith(".localhost")) return "must not point to localhost";
   const v4 = parseIpv4(host);
-  if (v4 && isNonPublicIpv4(v4)) return `must not point to a non-public address (private, loopback, link-local, shared, documentation or multicast: ${host}) with a live credential`;
+  if (v4 && isNonPublicIpv4(v4)) return `must not point to a non-public address (private, loopback, link-local, shared, documentation or multicast: ${host})`;
   if (host.startsWith("[")) {
     const v6 = parseIpv6(host.slice(1, -1));
-    if (!v6 || isNonPublicIpv6(v6)) return `must not point to a non-public address (private, loopback, link-local, shared, documentation or multicast: ${host}) with a live credential`;
+    if (!v6 || isNonPublicIpv6(v6)) return `must not point to a non-public address (private, loopback, link-local, shared, documentation or multicast: ${host})`;
   }
   return undefined;
+};
+
+/**
+ * A local development deployment: its PUBLIC_BASE_URL (the origin it is reached at) is itself local
+ * or private, as under `wrangler dev`. Only there may test credentials point endpoints at local
+ * addresses; a deployed service delivers every workspace's events, live ones included, to them.
+ */
+export const isDevelopmentOrigin = (origin: string): boolean => {
+  try {
+    return nonPublicUrlProblem(origin) !== undefined;
+  } catch {
+    return false;
+  }
 };
 
 // The URL parser has already normalised IPv4 literals (0x7f.1, 2130706433 → 127.0.0.1).
