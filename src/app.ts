@@ -113,7 +113,9 @@ export const createApp = () => {
         contact: { name: "The operators of this service", url: `${origin}/docs` },
         license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
       },
-      servers: [{ url: `${origin}/v1` }],
+      // Relative to the document (OpenAPI 3.1 allows it): never a Host header a client or proxy forged,
+      // and right on every port and origin the service is reached at.
+      servers: [{ url: "/v1" }],
       tags,
     };
   });

@@ -378,6 +378,14 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(rejection({ text: '{% layout "x" %}' }).message).toContain("{% layout %} is not supported");
   });
 
+  it("says a template nests too deeply in its own words, not the engine's", () => {
+    const deep = `${"{% if true %}".repeat(19_000)}x${"{% endif %}".repeat(19_000)}`;
+    const problem = rejection({ text: deep });
+    expect(problem.param).toBe("text");
+    expect(problem.message).toContain("the template nests too deeply");
+    expect(problem.message).not.toMatch(/call stack/i);
+  });
+
   it("rejects a loop over a huge range, taken or not, and bounds loops it cannot see", () => {
     expect(rejection({ text: "{% if false %}\n{% for i in (1..100000000) %}x{% endfor %}{% endif %}" }).message).toContain(
       "a loop may cover at most 1000 items (range (1..100000000)) on line 2",

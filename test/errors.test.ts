@@ -126,7 +126,7 @@ describe("utility routes", () => {
     expect(res.status).toBe(200);
     const doc = res.body;
     expect(doc.openapi).toBe("3.1.0");
-    expect(doc.servers[0].url).toMatch(/\/v1$/);
+    expect(doc.servers).toEqual([{ url: "/v1" }]);
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
     expect(doc.components.schemas).toHaveProperty("Error");
     expect(doc.components.schemas).toHaveProperty("Subscriber");

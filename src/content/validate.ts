@@ -62,6 +62,9 @@ const problemOf = (err: unknown): string => {
   if (/memory alloc limit exceeded/.test(message)) {
     return `the template needs more than ${RENDER_MEMORY_LIMIT} items or characters to render (a loop over too large a range?)`;
   }
+  // The engine's own exceptions, in words a template's author can act on.
+  if (cause instanceof RangeError && /call stack/i.test(message)) return "the template nests too deeply (tags, captures or parentheses inside one another)";
+  if (cause instanceof URIError) return "url_decode was given malformed percent-encoding";
   return message.replace(/, line:\d+, col:\d+$/, "");
 };
 
