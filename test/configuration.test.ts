@@ -94,6 +94,18 @@ describe("configuration problems", () => {
     });
   });
 
+  it("/health is limited per client IP (it reads D1), with its own budget: 429 rate_limited with Retry-After", async () => {
+    const from = (ip: string) => ({ headers: { "cf-connecting-ip": ip } });
+    // The tests' PUBLIC_RATE_LIMITER allows 40 a minute per key.
+    for (let i = 0; i < 40; i++) expect((await call("GET", "/health", from("192.0.2.44"))).status).toBe(200);
+    const limited = await call("GET", "/health", from("192.0.2.44"));
+    expectError(limited, 429, "rate_limited");
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect((await call("GET", "/health", from("192.0.2.45"))).status).toBe(200);
+    // The unsubscribe pages' budget for that address is untouched.
+    expect((await call("GET", "/u/not-a-token", from("192.0.2.44"))).status).toBe(404);
+  });
+
   it("/health warns while real mail would carry links to an origin that is not public https (still 200)", async () => {
     for (const origin of [
       "http://localhost:8787",

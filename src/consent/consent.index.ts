@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import { ApiError } from "../errors/api-error";
 import { requestOutbox } from "../events/outbox";
 import type { AppEnv } from "../lib/types";
-import { secondsLeftInWindow } from "../middleware/auth";
+import { publicLimitWait } from "../middleware/client-ip";
 import { readCapped } from "../middleware/request-context";
 import { SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
 import { type ConsentState, findConsentState, newsletterNameOf, resubscribeThroughLink, unsubscribeThroughLink } from "./consent.repository";
@@ -43,10 +43,8 @@ const notAllowed = (allow: string) =>
 
 /** Per client IP, so one client cannot exhaust D1 or probe links; mailbox providers stay well under it. */
 const perIpLimit = createMiddleware<AppEnv>(async (c, next) => {
-  const ip = c.req.header("cf-connecting-ip") ?? "unknown";
-  const { success } = await c.env.PUBLIC_RATE_LIMITER.limit({ key: `ip:${ip}` });
-  if (!success) {
-    const wait = secondsLeftInWindow(Number(c.env.PUBLIC_RATE_LIMIT_PERIOD) || 60, Date.now());
+  const wait = await publicLimitWait(c, "u");
+  if (wait !== undefined) {
     return respond(problemPage(429, "Too many requests", `Please try again in ${wait} seconds.`), { "Retry-After": String(wait) });
   }
   await next();

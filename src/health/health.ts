@@ -1,7 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { bindingPurpose, missingBindings, neededBindings } from "../errors/configuration";
-import { requestIdHeader } from "../errors/openapi";
+import { ApiError } from "../errors/api-error";
+import { errorResponse, requestIdHeader } from "../errors/openapi";
+import { publicLimitWait } from "../middleware/client-ip";
 import type { AppEnv } from "../lib/types";
 import { publicBaseUrl } from "../sending/compose";
 import { resolveIntegration } from "../sending/integrations";
@@ -55,6 +57,9 @@ export const healthRoute = createRoute({
       headers: requestIdHeader,
       content: { "application/json": { schema: HealthSchema } },
     },
+    429: errorResponse(["rate_limited"], {
+      "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
+    }),
     503: {
       description: "A check failed: each failed check says what to fix",
       headers: requestIdHeader,
@@ -111,6 +116,13 @@ const linksCheck = (c: Context<AppEnv>): Health["checks"]["links"] => {
 };
 
 export const healthHandler = async (c: Context<AppEnv>) => {
+  // Public and reading D1: limited per client IP, with a budget no monitor comes near.
+  const wait = await publicLimitWait(c, "health");
+  if (wait !== undefined) {
+    throw new ApiError("rate_limited", `Too many /health requests from this address; retry after ${wait} seconds`, {
+      headers: { "Retry-After": String(wait) },
+    });
+  }
   const missing = missingBindings(c.env);
   const bindings: Health["checks"]["bindings"] =
     missing.length === 0
