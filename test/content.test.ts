@@ -57,6 +57,40 @@ describe("rendering", () => {
     expect(own.html).toContain("<p>&lt;i&gt;x&lt;/i&gt;</p>");
   });
 
+  it("keeps a value inside an unquoted attribute: it cannot add attributes of its own", () => {
+    const at = (template: string, name: string) => {
+      const html = render({ html: template }, { ...bob, name }).html ?? "";
+      return html.slice(0, html.indexOf("<div"));
+    };
+    const attack = "x onmouseover=alert(document.domain) style=display:block";
+    // Unquoted values (valid HTML): spaces, = and ` print as references, which a browser reads back as
+    // the same text inside the one value.
+    expect(at("<p title={{ subscriber.name }}>t</p>", attack)).toBe("<p title=x&#32;onmouseover&#61;alert(document.domain)&#32;style&#61;display:block>t</p>");
+    expect(at("<a href=https://shop.example/?q={{ subscriber.name }}>q</a>", "a b")).toBe("<a href=https://shop.example/?q=a&#32;b>q</a>");
+    expect(at("<input value={{ subscriber.name }}>", "`onfocus=alert(1)\tautofocus")).toBe("<input value=&#96;onfocus&#61;alert(1)&#9;autofocus>");
+    // A value standing for an attribute's name cannot become a name and a value.
+    expect(at("<p {{ subscriber.name }}>t</p>", "onclick=alert(1)")).toBe("<p onclick&#61;alert(1)>t</p>");
+    // A capture printed unquoted: its html kept, its spaces too, as references.
+    expect(at("{% capture n %}{{ subscriber.name }}{% endcapture %}<p title={{ n }}>t</p>", attack)).toContain("<p title=x&#32;onmouseover&#61;");
+    // A quote inside an unquoted value opens nothing.
+    expect(at("<p title=it's{{ subscriber.name }}>t</p>", "a b")).toBe("<p title=it'sa&#32;b>t</p>");
+    // Quoted values and text print as they always did.
+    expect(at('<p title="{{ subscriber.name }}">{{ subscriber.name }}</p>', "a = b")).toBe('<p title="a = b">a = b</p>');
+    expect(at("<a href='https://x.example/?q={{ subscriber.name }}'>q</a>", "a=b c")).toBe("<a href='https://x.example/?q=a=b c'>q</a>");
+  });
+
+  it("refuses a value in an event handler or a script when the template is saved, naming the line", () => {
+    expect(rejection({ html: '<p>\n<a onclick="greet(\'{{ subscriber.name }}\')">x</a></p>' })).toEqual({
+      param: "html",
+      message: expect.stringMatching(/^html: a value cannot be printed into an event-handler attribute .* on line 2$/),
+    });
+    expect(rejection({ html: "<body onload={{ subscriber.name }}>" }).message).toContain("event-handler attribute");
+    expect(rejection({ html: "<script>var n = {{ subscriber.name }};</script>" }).message).toMatch(/inside <script>.* on line 1$/);
+    expect(rejection({ html: "<SCRIPT type=x>{% echo subscriber.name %}</SCRIPT>" }).message).toContain("inside <script>");
+    // After the script, and in a handler-looking name that is not an attribute, values are fine.
+    expect(() => validateCampaignContent(content({ html: "<script>x()</script><p>{{ subscriber.name }}</p><p data-once=\"{{ subscriber.name }}\">t</p>" }))).not.toThrow();
+  });
+
   it("never lets a value bring a script or data scheme into a link: escaping alone would not stop javascript:", () => {
     const at = (template: string, location: string) => {
       const html = render({ html: template }, { ...bob, location }).html ?? "";

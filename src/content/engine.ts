@@ -152,14 +152,17 @@ const UNKNOWN = "\u0000";
  * The source with each Liquid tag and output replaced by as many UNKNOWN characters (positions
  * unchanged), and where each piece begins; computed once per source (a template's outputs in turn).
  */
-let masking: { source: string; masked: string; pieces: { begin: number; end: number }[] } | undefined;
+type Range = { begin: number; end: number };
+let masking: { source: string; masked: string; pieces: Range[]; scripts: Range[] } | undefined;
+/** A script element's content, as a browser ends it (at `</script`, or the end of the document). */
+const SCRIPT = /(<script\b[^>]*>)([\s\S]*?)(?:<\/script|$)/gi;
 const MASKED = new RegExp(
   String.raw`(\{%-?\s*raw\s*-?%\})([\s\S]*?)(\{%-?\s*endraw\s*-?%\})|\{%-?\s*comment\s*-?%\}[\s\S]*?\{%-?\s*endcomment\s*-?%\}|${LIQUID.source}`,
   "g",
 );
 const maskedSource = (source: string) => {
   if (masking?.source !== source) {
-    const pieces: { begin: number; end: number }[] = [];
+    const pieces: Range[] = [];
     const mask = (piece: string, at: number) => {
       pieces.push({ begin: at, end: at + piece.length });
       return UNKNOWN.repeat(piece.length);
@@ -170,7 +173,11 @@ const maskedSource = (source: string) => {
       if (rawOpen === undefined || rawText === undefined) return mask(piece, at);
       return mask(rawOpen, at) + rawText + mask(piece.slice(rawOpen.length + rawText.length), at + rawOpen.length + rawText.length);
     });
-    masking = { source, masked, pieces };
+    const scripts = [...masked.matchAll(SCRIPT)].map((m) => {
+      const begin = m.index + (m[1]?.length ?? 0);
+      return { begin, end: begin + (m[2]?.length ?? 0) };
+    });
+    masking = { source, masked, pieces, scripts };
   }
   return masking;
 };
@@ -185,12 +192,12 @@ const maskedSource = (source: string) => {
 const COLON_NEXT = /^(?:[\u0000-\u0020\u007f]|&(?:#0*(?:9|10|13|32);?|#x0*(?:9|a|d|20);?|Tab;|NewLine;))*(?::|&#0*58;?|&#x0*3a;?|&colon;)/i;
 
 /** The masked piece at `at` (pieces are in source order): an output's own, or the `{% liquid %}` tag holding an `echo`. */
-const pieceAt = (pieces: { begin: number; end: number }[], at: number) => {
+const pieceAt = (pieces: Range[], at: number) => {
   let low = 0;
   let high = pieces.length - 1;
   while (low <= high) {
     const mid = (low + high) >> 1;
-    const piece = pieces[mid] as { begin: number; end: number };
+    const piece = pieces[mid] as Range;
     if (at < piece.begin) high = mid - 1;
     else if (at >= piece.end) low = mid + 1;
     else return piece;
@@ -198,30 +205,75 @@ const pieceAt = (pieces: { begin: number; end: number }[], at: number) => {
   return undefined;
 };
 
-const urlPlace = (source: string, begin: number): "open" | "beforeColon" | null => {
-  const { masked, pieces } = maskedSource(source);
+/** An event-handler attribute (`onclick=`, `onload=`) whose value the output is printed into. */
+const EVENT_HANDLER = /[\s"'/\u0000]on[a-z]+\s*=\s*(?:"[^"]*|'[^']*|[^\s"'=<>`]*)$/i;
+
+/**
+ * How the attribute value at the end of `tag` (the markup from its `<`) is written: in quotes, or
+ * not (unquoted, or no value at all: an output standing for an attribute's name); or `text` when a
+ * `>` outside quotes ended the tag (one a Liquid branch may skip: then the URL check still reads on,
+ * but a value printed here is text, as it most likely is). Read as a browser reads it: a quote opens
+ * a value only right after `=`.
+ */
+const attributeQuoting = (tag: string): "quoted" | "unquoted" | "text" => {
+  let state: "name" | "afterEquals" | "unquoted" | '"' | "'" = "name";
+  for (let i = 1; i < tag.length; i++) {
+    const ch = tag[i] as string;
+    if (state === '"' || state === "'") {
+      if (ch === state) state = "name";
+    } else if (ch === ">") return "text";
+    else if (state === "afterEquals") {
+      if (ch === '"' || ch === "'") state = ch;
+      else if (!/\s/.test(ch)) state = "unquoted";
+    } else if (state === "unquoted") {
+      if (/\s/.test(ch)) state = "name";
+    } else if (ch === "=") state = "afterEquals";
+  }
+  return state === '"' || state === "'" ? "quoted" : "unquoted";
+};
+
+/**
+ * Where what a template prints at `begin` of `source` lands: in text (null); inside a tag, with
+ * `url` saying whether it is in a URL attribute whose scheme the template's own text has not fixed
+ * (`open`, or `beforeColon`: right before the template's own colon) and `unquoted` whether its value
+ * has no quotes to stay inside; in an event handler's value (`handler`) or a script (`script`).
+ */
+type Place = { url: "open" | "beforeColon" | null; unquoted: boolean } | "handler" | "script" | null;
+const outputPlace = (source: string, begin: number): Place => {
+  const { masked, pieces, scripts } = maskedSource(source);
   // What prints at `begin` stands where its piece stands (an `echo` inside `{% liquid %}`: that tag).
   const piece = pieceAt(pieces, begin);
   const at = piece?.begin ?? begin;
+  if (scripts.some((script) => at >= script.begin && at < script.end)) return "script";
   const open = masked.lastIndexOf("<", at - 1);
   if (open === -1) return null;
   const tag = masked.slice(open, at);
   // Still inside the tag: no `>` but in the quoted values of earlier attributes. With Liquid inside
   // the tag, a `>` may be one that never renders (an untaken branch): then the tag is read on.
   if (tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">") && !tag.includes(UNKNOWN)) return null;
+  if (EVENT_HANDLER.test(tag)) return "handler";
+  const quoting = attributeQuoting(tag);
+  const unquoted = quoting === "unquoted";
   const m = URL_ATTRIBUTE.exec(tag);
-  if (!m) return null;
+  if (!m) return quoting === "text" ? null : { url: null, unquoted };
   const value = m[2] ?? m[3] ?? m[4] ?? "";
   // A srcset is a list of URLs: each candidate after a comma starts one of its own.
   const sofar = m[1]?.toLowerCase() === "srcset" ? value.slice(value.lastIndexOf(",") + 1) : value;
   // The template's own text before any Liquid or entity in the value: only that can fix the scheme.
   const cut = sofar.search(/[\u0000&]/);
   const known = cut === -1 ? sofar : sofar.slice(0, cut);
-  if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return null;
+  if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return { url: null, unquoted };
   // The template's own colon right after the value makes the value the scheme's name.
   const end = piece?.end ?? begin;
-  return COLON_NEXT.test(masked.slice(end, end + 64).replace(/\u0000+/, "")) ? "beforeColon" : "open";
+  return { url: COLON_NEXT.test(masked.slice(end, end + 64).replace(/\u0000+/, "")) ? "beforeColon" : "open", unquoted };
 };
+
+/**
+ * What ends or splits an unquoted attribute value (`title={{ v }}`), written as character
+ * references: the value stays one value, and a browser shows the same text.
+ */
+const ATTRIBUTE_BREAKERS = /[\t\n\f\r =`]/g;
+const keepInAttribute = (html: string): string => html.replace(ATTRIBUTE_BREAKERS, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /** `text` unless it brings a scheme not known to be safe to the URL it is printed into. */
 const urlSafe = (text: string): string => {
@@ -242,28 +294,58 @@ function escapeSchemeName(this: FilterThis, value: unknown): string {
   return escapeOutput.call(this, /^[a-z][a-z0-9+.-]*$/.test(name) && !SAFE_SCHEMES.has(name) ? "#" : text);
 }
 
-const guardFor = (place: "open" | "beforeColon" | null) => (place === "open" ? escapeUrl : place === "beforeColon" ? escapeSchemeName : escapeOutput);
+/** An escaping for an unquoted attribute value: the same, and kept inside the value. */
+const unquotedVariant = (escape: typeof escapeOutput) =>
+  function (this: FilterThis, value: unknown): string {
+    return keepInAttribute(escape.call(this, value));
+  };
+const escapeAttribute = unquotedVariant(escapeOutput);
+const escapeUrlUnquoted = unquotedVariant(escapeUrl);
+const escapeSchemeNameUnquoted = unquotedVariant(escapeSchemeName);
+
+/** A value the template prints where no escaping makes it safe: refused when the template is saved. */
+export class UnsafeOutputPlace extends Error {
+  constructor(readonly line: number, message: string) {
+    super(message);
+  }
+}
+
+const guardFor = (place: Place, line: () => number) => {
+  if (place === "handler") {
+    throw new UnsafeOutputPlace(line(), "a value cannot be printed into an event-handler attribute (on…=): HTML escaping does not make it safe there, and mail clients remove them");
+  }
+  if (place === "script") {
+    throw new UnsafeOutputPlace(line(), "a value cannot be printed inside <script>: HTML escaping does not make it safe there, and mail clients remove scripts");
+  }
+  if (place === null) return escapeOutput;
+  if (place.url === "open") return place.unquoted ? escapeUrlUnquoted : escapeUrl;
+  if (place.url === "beforeColon") return place.unquoted ? escapeSchemeNameUnquoted : escapeSchemeName;
+  return place.unquoted ? escapeAttribute : escapeOutput;
+};
+
+const ESCAPES: ReadonlySet<unknown> = new Set([escapeOutput, escapeAttribute, escapeUrl, escapeUrlUnquoted, escapeSchemeName, escapeSchemeNameUnquoted]);
 
 /**
- * Gives every output of parsed html (`{{ … }}`, `{% echo %}`, `{% cycle %}`) printed into a URL
- * attribute before its scheme is fixed the escaping that keeps the scheme safe. Idempotent (parsed
- * templates are cached): it sets the handler, it does not wrap it.
+ * Gives every output of parsed html (`{{ … }}`, `{% echo %}`, `{% cycle %}`) the escaping its place
+ * needs: inside a tag, kept inside its attribute (unquoted too); in a URL attribute before its scheme
+ * is fixed, also a safe scheme. A value in an event handler or a script is refused (UnsafeOutputPlace).
+ * Idempotent (parsed templates are cached): it sets the handler, it does not wrap it.
  */
-export const guardUrlOutputs = (templates: Template[]): Template[] => {
+export const guardHtmlOutputs = (templates: Template[]): Template[] => {
   for (const template of walk(templates)) {
-    const guard = () => guardFor(urlPlace(template.token.input, template.token.begin));
+    const guard = () => guardFor(outputPlace(template.token.input, template.token.begin), () => template.token.getPosition()[0] as number);
     if (template instanceof CycleTag) {
-      // `cycle` escapes each value with its engine's outputEscape as it writes it: in a URL, it gets
-      // an engine whose outputEscape is the guard.
+      // `cycle` escapes each value with its engine's outputEscape as it writes it: inside a tag, it
+      // gets an engine whose outputEscape is the guard.
       const handler = guard();
-      (template as unknown as { liquid: Liquid }).liquid = handler === escapeOutput ? htmlEngine : urlEngine(handler);
+      (template as unknown as { liquid: Liquid }).liquid = handler === escapeOutput ? htmlEngine : guardedEngine(handler);
       continue;
     }
     const filters = (template as { value?: { filters?: { handler: unknown }[] } }).value?.filters;
     if (!filters) continue;
     const last = filters.at(-1);
     // An output's escaping is its last filter; `echo` escapes as it writes, unless its last filter is raw.
-    const escaping = last !== undefined && (last.handler === escapeOutput || last.handler === escapeUrl || last.handler === escapeSchemeName);
+    const escaping = last !== undefined && ESCAPES.has(last.handler);
     if (!escaping && !(template instanceof EchoTag)) continue;
     const handler = guard();
     if (escaping) last.handler = handler;
@@ -276,9 +358,9 @@ export const guardUrlOutputs = (templates: Template[]): Template[] => {
   return templates;
 };
 
-/** The html engine with a URL guard as its outputEscape (for the tags that escape through it as they write). */
+/** The html engine with a place's guard as its outputEscape (for the tags that escape through it as they write). */
 const guardedEngines = new Map<unknown, Liquid>();
-const urlEngine = (escape: typeof escapeUrl): Liquid => {
+const guardedEngine = (escape: typeof escapeUrl): Liquid => {
   let engine = guardedEngines.get(escape);
   if (!engine) {
     engine = Object.create(htmlEngine, { options: { value: { ...htmlEngine.options, outputEscape: escape } } }) as Liquid;

@@ -95,7 +95,7 @@ const outputStep = (output: Output, engine: Engine, slots: OutputSlots): Step =>
   // in html and text unless it uses a filter the html engine replaces.
   const value = new Value(expression, engine);
   const evaluate = directEvaluate(value, engine) ?? ((ctx: Context) => toValueSync(value.value(ctx, false)));
-  // The escaping appended (the engine's, or the one guarding a URL's scheme: guardUrlOutputs).
+  // The escaping appended (the engine's, or the one guarding a URL's scheme: guardHtmlOutputs).
   const appended = output.value.filters.length > value.filters.length ? (output.value.filters.at(-1) as unknown as FilterParts & { handler: FilterHandler }) : null;
   const escape = engine.options.outputEscape && appended ? { handler: appended.handler, token: appended.token, liquid: engine } : null;
   const own = escape !== null && value.filters.some((filter) => HTML_OWN_FILTERS.has(filter.name));

@@ -1,9 +1,9 @@
 import { type Template, TokenKind } from "liquidjs";
-import { type BlockOffsets, type Engine, guardUrlOutputs, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
+import { type BlockOffsets, type Engine, guardHtmlOutputs, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext, UnsafeOutputPlace } from "./engine";
 import { deriveTextTemplate, htmlToText, lineFeeds, tidyText } from "./html-text";
 import { blockMarker, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
-import { parseTemplate, renderProblem, type TemplateField } from "./validate";
+import { parseTemplate, renderProblem, TemplateError, type TemplateField } from "./validate";
 
 // The one rendering path: the preview, the test send and every delivery of a send (whatever the
 // integration) build their message here, so what a preview shows is what a recipient gets. A
@@ -72,7 +72,11 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   let htmlLinked = false;
   if (content.html !== null) {
     const parsed = parseTemplate("html", content.html);
-    ownHtml = guardUrlOutputs(parsed.templates);
+    try {
+      ownHtml = guardHtmlOutputs(parsed.templates);
+    } catch (err) {
+      throw err instanceof UnsafeOutputPlace ? new TemplateError("html", `${err.message} on line ${err.line}`) : err;
+    }
     htmlLinked = parsed.globals.has("unsubscribe_url");
     html = part(parseWrapped(content.html, topLevelText(parsed.templates)), htmlLayoutEngine);
   }
@@ -99,7 +103,7 @@ const topLevelText = (templates: Template[]): TopLevelText =>
 /** The html with what the service adds; the template parsed on its own, so a failure here is ours to name. */
 const parseWrapped = (source: string, text: TopLevelText): Template[] => {
   try {
-    return guardUrlOutputs(htmlLayoutEngine.parse(wrapHtml(source, text)));
+    return guardHtmlOutputs(htmlLayoutEngine.parse(wrapHtml(source, text)));
   } catch (err) {
     throw renderProblem("html", err);
   }
