@@ -35,6 +35,9 @@ describe("authentication", () => {
       expectError(res, 401, "invalid_credential");
       expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
     }
+    // A header without the Bearer scheme says how to write it.
+    const bare = await call("GET", "/v1/workspaces", { headers: { authorization: token } });
+    expect(bare.body.error.message).toContain("must be Bearer <token>");
   });
 
   it("stops accepting a token as soon as it is revoked", async () => {

@@ -72,6 +72,21 @@ describe("GET /openapi.json", () => {
     expect(accepts(resolve(doc, doc.components.schemas.Event))(event)).toBe(true);
   });
 
+  it("puts Idempotent-Replayed only on answers a replay can have, and the credential's token only where it always is", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const responses = doc.paths["/workspaces/{workspace_id}/campaigns/{campaign_id}/send"].post.responses as Record<string, { headers?: Record<string, unknown> }>;
+    for (const [status, response] of Object.entries(responses)) {
+      const replayable = /^(2\d\d|400|404|409)$/.test(status);
+      expect("Idempotent-Replayed" in (response.headers ?? {}), status).toBe(replayable);
+    }
+    const created = doc.paths["/admin/credentials"].post.responses["201"].content["application/json"].schema;
+    expect(created.properties.data.$ref).toBe("#/components/schemas/CredentialWithToken");
+    const parts = doc.components.schemas.CredentialWithToken.allOf as { $ref?: string; required?: string[] }[];
+    expect(parts.map((part) => part.$ref ?? part.required)).toEqual(["#/components/schemas/Credential", ["token"]]);
+    const revoked = resolve(doc, doc.paths["/admin/credentials/{credential_id}"].delete.responses["200"].content["application/json"].schema.properties.data);
+    expect(Object.keys(revoked.properties)).not.toContain("token");
+  });
+
   it("shows a webhook secret example of the documented form: whsec_ and 32 bytes", async () => {
     const doc = (await call("GET", "/openapi.json")).body;
     const example: string = doc.components.schemas.WebhookEndpointWithSecret.properties.secret.example;

@@ -11,7 +11,7 @@ import { type AppEnv, scopes as allScopes } from "../lib/types";
 import { existingWorkspaceIds, insertWorkspace } from "../workspaces/workspaces.repository";
 import { serializeWorkspace } from "../workspaces/workspaces.schemas";
 import { createCredentialRoute, createWorkspaceRoute, revokeCredentialRoute } from "./admin.routes";
-import { serializeCredential } from "./admin.schemas";
+import { serializeCredential, serializeCredentialWithToken } from "./admin.schemas";
 
 /** Constant-time comparison through digests, so the token's length and prefix do not leak. */
 const sameSecret = async (given: string, expected: string) => (await sha256Hex(given)) === (await sha256Hex(expected));
@@ -58,7 +58,7 @@ export const adminRouter = createRouter()
       createdAt: now,
     };
     await insertCredential(c.var.db, credential);
-    return c.json(envelope(serializeCredential({ ...credential, revokedAt: null }, token)), 201);
+    return c.json(envelope(serializeCredentialWithToken({ ...credential, revokedAt: null }, token)), 201);
   })
   .openapi(revokeCredentialRoute, async (c) => {
     const { credential_id } = c.req.valid("param");

@@ -3,7 +3,7 @@ import { errorResponse, operatorErrorResponses, operatorWriteErrorResponses, req
 import { operationIdOf, routeName } from "../lib/route";
 import { dataEnvelope } from "../lib/schemas";
 import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
-import { CreateCredentialBody, CreateWorkspaceBody, CredentialParams, CredentialSchema } from "./admin.schemas";
+import { CreateCredentialBody, CreateWorkspaceBody, CredentialParams, CredentialSchema, CredentialWithTokenSchema } from "./admin.schemas";
 
 const security = [{ adminToken: [] }];
 const description = "Operator API: `Authorization: Bearer <ADMIN_TOKEN>`. Answers 404 when ADMIN_TOKEN is not configured.";
@@ -44,7 +44,7 @@ export const createCredentialRoute = createRoute({
     201: {
       description: "The credential and its token",
       headers: requestIdHeader,
-      content: { "application/json": { schema: dataEnvelope(CredentialSchema) } },
+      content: { "application/json": { schema: dataEnvelope(CredentialWithTokenSchema) } },
     },
   },
 });

@@ -29,22 +29,31 @@ export const CredentialSchema = z
     mode: z.enum(["test", "live"]),
     workspace_ids: z.array(z.string()),
     scopes: z.array(z.enum(scopes)),
-    token: z.string().optional().openapi({ description: "The bearer token. Shown once, in the creation response only." }),
     created_at: isoDateTime,
     revoked_at: isoDateTime.nullable(),
   })
   .openapi("Credential");
 
+/** The creation response, the only one that shows the token. */
+export const CredentialWithTokenSchema = CredentialSchema.extend({
+  token: z.string().openapi({ description: "The bearer token. Shown once, in this response only.", example: "svc_live_…" }),
+}).openapi("CredentialWithToken");
+
 export type Credential = z.infer<typeof CredentialSchema>;
 
-export const serializeCredential = (row: Omit<CredentialRow, "tokenHash">, token?: string): Credential => ({
+export const serializeCredential = (row: Omit<CredentialRow, "tokenHash">): Credential => ({
   id: row.id,
   object: "credential",
   name: row.name,
   mode: row.mode,
   workspace_ids: row.workspaceIds,
   scopes: row.scopes as Credential["scopes"],
-  ...(token !== undefined && { token }),
   created_at: iso(row.createdAt),
   revoked_at: iso(row.revokedAt),
 });
+
+export const serializeCredentialWithToken = (row: Omit<CredentialRow, "tokenHash">, token: string): z.infer<typeof CredentialWithTokenSchema> => {
+  const { created_at, revoked_at, ...rest } = serializeCredential(row);
+  // The documented field order: the token before the timestamps.
+  return { ...rest, token, created_at, revoked_at };
+};

@@ -21,6 +21,12 @@ type ApiRouteConfig = Omit<RouteConfig, "middleware" | "security"> & {
 
 const NoQuery = z.strictObject({});
 
+/**
+ * The statuses a stored Idempotency-Key answer can have (the handler's own outcomes): the others
+ * (401, 403, 413, 415, 422, 429, 5xx) happen before the key is looked at or are never stored.
+ */
+const REPLAYABLE = /^(2\d\d|400|404|409)$/;
+
 /** Names the matched route template for the access log. */
 export const routeName = (method: string, path: string) =>
   createMiddleware<AppEnv>(async (c, next) => {
@@ -63,7 +69,7 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
       status,
       "$ref" in response
         ? response
-        : { ...response, headers: { ...requestIdHeader, ...(idempotent && replayedHeader), ...response.headers } },
+        : { ...response, headers: { ...requestIdHeader, ...(idempotent && REPLAYABLE.test(status) && replayedHeader), ...response.headers } },
     ]),
   );
   return createRoute({

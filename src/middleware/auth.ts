@@ -6,8 +6,8 @@ import { ApiError, notFound } from "../errors/api-error";
 import type { AppEnv, Scope } from "../lib/types";
 
 const challenge = { "WWW-Authenticate": 'Bearer realm="newsletter"' };
-const invalid = () =>
-  new ApiError("invalid_credential", "The bearer token is malformed, unknown or revoked", {
+const invalid = (message = "The bearer token is malformed, unknown or revoked") =>
+  new ApiError("invalid_credential", message, {
     headers: { "WWW-Authenticate": 'Bearer realm="newsletter", error="invalid_token"' },
   });
 
@@ -18,7 +18,8 @@ export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
     throw new ApiError("missing_credential", "Send a credential as Authorization: Bearer <token>", { headers: challenge });
   }
   const match = /^Bearer +(\S+)\s*$/i.exec(header);
-  const token = match?.[1];
+  if (!match) throw invalid("The Authorization header must be Bearer <token>, with the svc_test_… or svc_live_… token after the word Bearer");
+  const token = match[1];
   const mode = token ? tokenMode(token) : undefined;
   if (!token || !mode) throw invalid();
 
