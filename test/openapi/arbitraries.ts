@@ -11,6 +11,8 @@ export type Schema = {
   additionalProperties?: boolean;
   minProperties?: number;
   anyOf?: Schema[];
+  oneOf?: Schema[];
+  allOf?: Schema[];
   items?: Schema;
   minItems?: number;
   maxItems?: number;
@@ -27,17 +29,20 @@ export type Document = { components: { schemas: Record<string, Schema> } };
 
 /**
  * The schema with every `$ref` inlined and `format` dropped: in JSON Schema 2020-12 (OpenAPI 3.1's
- * dialect) `format` is an annotation, and what the document asserts is in the other keywords.
+ * dialect) `format` is an annotation, and what the document asserts is in the other keywords. An
+ * OpenAPI `discriminator` is a hint to code generators over a `oneOf` that validates on its own.
  */
 export const resolve = (doc: Document, schema: Schema): Schema => {
   if (schema.$ref) return resolve(doc, doc.components.schemas[schema.$ref.split("/").pop() as string] as Schema);
-  const { format: _format, ...rest } = schema;
+  const { format: _format, discriminator: _discriminator, ...rest } = schema as Schema & { discriminator?: unknown };
   const out: Schema = { ...rest, ...(schema.format && { "x-format": schema.format }) };
   if (schema.properties) {
     out.properties = Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, resolve(doc, v)]));
   }
   if (schema.items) out.items = resolve(doc, schema.items);
   if (schema.anyOf) out.anyOf = schema.anyOf.map((s) => resolve(doc, s));
+  if (schema.oneOf) out.oneOf = schema.oneOf.map((s) => resolve(doc, s));
+  if (schema.allOf) out.allOf = schema.allOf.map((s) => resolve(doc, s));
   return out;
 };
 
