@@ -559,6 +559,41 @@ describe("consent at delivery time", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 5, delivered: 4, failed: 1 } });
   });
 
+  it("one left out of a request that Resend took, who comes back before the retry, is mailed in a batch of their own, never recorded sent unmailed", async () => {
+    const h = await harness("live");
+    const ids = await seedSubscribers(h.t.workspace.id, 3);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out: three deliveries queued
+    const [away] = ids;
+    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "unsubscribed" } })).status).toBe(200);
+    // Resend takes the request (the two others), and every answer is lost.
+    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })));
+    await h.step();
+    expect(resend.received.map((m) => m.to[0]).sort()).toEqual(["user1@example.com", "user2@example.com"]);
+    // The step's record is lost too (a crash before it was written): only what left before the request stays.
+    await env.DB.prepare("UPDATE deliveries SET attempts = 0, error = NULL WHERE campaign_id = ?").bind(campaign.id).run();
+    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "active" } })).status).toBe(200);
+    await h.drain();
+
+    // The retry asked under the batch's key with the same two (answered from Resend's record); the
+    // one who came back went in a request of their own, under another key.
+    expect(resend.calls.some((call) => call.status === 409)).toBe(false);
+    expect([...resend.copiesPerRecipient().entries()].sort()).toEqual([
+      ["user0@example.com", 1],
+      ["user1@example.com", 1],
+      ["user2@example.com", 1],
+    ]);
+    const mailed = resend.calls.filter((call) => call.status === 200 || call.status === "timeout");
+    expect(new Set(mailed.map((call) => call.key)).size).toBe(2);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.every((d) => d.status === "sent")).toBe(true);
+    expect(deliveries.find((d) => d.subscriber_id === away)?.provider_message_id).toMatch(/^re_/);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 3, failed: 0 } });
+  });
+
   it("never mails one who leaves, or changes address, while the batch waits for its provider slot (looked at again right before the request)", async () => {
     // A pacer that hands out a slot 400 ms away: the chunk is read and rendered, then waits.
     const pacer = {

@@ -231,6 +231,13 @@ export const deliveries = sqliteTable(
      * in: every later read of its chunk, however its work message came (redelivery, the sweeper),
      * takes the same rows, so the batch is asked for under the same idempotency key.
      */
+    /**
+     * Whether the delivery was in a provider request of its batch (set right before the request
+     * leaves, with the last look at consent): once any row of a batch was, a retry of the batch asks
+     * for those rows only, so a request under the batch's key never holds someone an earlier one
+     * did not (the provider would take the key's first answer for them, and nobody would mail them).
+     */
+    asked: integer({ mode: "boolean" }).notNull().default(false),
     chunkEnd: text(),
     error: text({ mode: "json" }).$type<{ code: string; message: string }>(),
     createdAt: integer().notNull(),

@@ -168,6 +168,8 @@ export type QueuedDelivery = {
   sameAddress: boolean;
   /** The code of the error its last attempt recorded, if any. */
   lastError: string | null;
+  /** Whether it was in a provider request of its batch (deliveries.asked). */
+  asked: boolean;
   fields: SubscriberFields;
 };
 
@@ -196,7 +198,7 @@ export const queuedChunk = async (
           WHERE campaign_id = ?1 AND subscriber_id > ?2 AND (?3 IS NULL OR subscriber_id <= ?3) AND status = 'queued'
           ORDER BY subscriber_id LIMIT 1
        )
-       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.chunk_end, first.more,
+       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.asked, d.chunk_end, first.more,
               coalesce(s.status = 'active', 0) AS active, coalesce(lower(s.email) = lower(d.email), 0) AS same_address,
               json_extract(d.error, '$.code') AS last_error, s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
@@ -212,6 +214,7 @@ export const queuedChunk = async (
         subscriber_id: string;
         email: string;
         attempts: number;
+        asked: number;
         chunk_end: string | null;
         more: number;
         active: number;
@@ -227,6 +230,7 @@ export const queuedChunk = async (
     active: r.active === 1,
     sameAddress: r.same_address === 1,
     lastError: r.last_error,
+    asked: r.asked === 1,
     fields: subscriberFields(r),
   }));
   const [first] = results;
@@ -236,21 +240,26 @@ export const queuedChunk = async (
 };
 
 /**
- * Of the given deliveries, those whose subscriber may no longer be mailed at the delivery's address,
- * read again just before their batch request leaves: gone (deleted), no longer active, or at another
- * address now. One indexed read of at most one chunk.
+ * The last look before a batch request leaves, in one atomic batch: of the given deliveries (the
+ * request's members), those whose subscriber may no longer be mailed at the delivery's address
+ * (gone, no longer active, or at another address now), and every other one marked `asked`, as a
+ * member of a request of its batch. One indexed read and one write of at most one chunk.
  */
-export const recipientsGone = async (d1: D1Database, deliveryIds: string[]): Promise<{ id: string; active: boolean }[]> => {
-  const { results } = await d1
-    .prepare(
-      `SELECT d.id, coalesce(s.status = 'active', 0) AS active
-         FROM deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
-        WHERE d.id IN (SELECT value FROM json_each(?1))
-          AND (s.id IS NULL OR s.status <> 'active' OR lower(s.email) <> lower(d.email))`,
-    )
-    .bind(JSON.stringify(deliveryIds))
-    .all<{ id: string; active: number }>();
-  return results.map((r) => ({ id: r.id, active: r.active === 1 }));
+export const lookBeforeRequest = async (d1: D1Database, deliveryIds: string[]): Promise<{ id: string; active: boolean }[]> => {
+  const ids = JSON.stringify(deliveryIds);
+  const mailable = `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = deliveries.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(deliveries.email))`;
+  const [gone] = await d1.batch<{ id: string; active: number }>([
+    d1
+      .prepare(
+        `SELECT d.id, coalesce(s.status = 'active', 0) AS active
+           FROM deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
+          WHERE d.id IN (SELECT value FROM json_each(?1))
+            AND (s.id IS NULL OR s.status <> 'active' OR lower(s.email) <> lower(d.email))`,
+      )
+      .bind(ids),
+    d1.prepare(`UPDATE deliveries SET asked = 1 WHERE id IN (SELECT value FROM json_each(?1)) AND asked = 0 AND ${mailable}`).bind(ids),
+  ]);
+  return (gone?.results ?? []).map((r) => ({ id: r.id, active: r.active === 1 }));
 };
 
 export type DeliveryResults = {

@@ -15,7 +15,7 @@ import {
   type NewDelivery,
   type QueuedDelivery,
   queuedChunk,
-  recipientsGone,
+  lookBeforeRequest,
   recipientWindow,
   recordDeliveryResults,
 } from "./deliveries.repository";
@@ -207,6 +207,11 @@ const recipientInactive: DeliveryError = {
   message: "The subscriber was no longer active when the delivery's turn came; nothing was sent",
 };
 
+const batchHeld: DeliveryError = {
+  code: "batch_held",
+  message: "Not in the requests already made for its batch: it is sent in a batch of its own once that one settles",
+};
+
 const recipientChanged: DeliveryError = {
   code: "recipient_changed",
   message: "The subscriber's address changed after the delivery was created; nothing was sent to the old one",
@@ -255,15 +260,26 @@ const deliver = async (
 
   const results: DeliveryResults = { sent: [], failed: [], retry: [] };
   let retryAfter = 0;
+  const outcomeAt = (i: number): SendOutcome => outcomes[i] ?? { kind: "retry", error: noOutcome };
+  // The batch gives up once a row that was in its request has used its last attempt: then the rows
+  // that sat its retries out settle with it (failed, for the reason they were left out), so no row
+  // asked under this batch's key is ever asked under another. Held rows (never asked) go on.
+  const givesUp = rows.some((row, i) => {
+    const outcome = outcomeAt(i);
+    return outcome.kind === "retry" && outcome.leftOut !== true && row.attempts + 1 >= MAX_DELIVERY_ATTEMPTS;
+  });
   rows.forEach((row, i) => {
-    const outcome: SendOutcome = outcomes[i] ?? { kind: "retry", error: noOutcome };
+    const outcome = outcomeAt(i);
+    // Left out of the request (held, or skipped while its batch is retried): it costs no attempt.
+    const costsAttempt = !(outcome.kind === "retry" && outcome.leftOut === true);
+    const held = outcome.kind === "retry" && outcome.error.code === batchHeld.code;
     if (outcome.kind === "sent") results.sent.push({ id: row.id, providerMessageId: outcome.providerMessageId });
-    else if (outcome.kind === "failed" || row.attempts + 1 >= MAX_DELIVERY_ATTEMPTS) {
+    else if (outcome.kind === "failed" || (givesUp && !held)) {
       // Attempted: handed to the integration (not skipped as inactive, moved, unrenderable or unconfigured).
-      const attempted = integration !== undefined && !LEFT_OUT.has(outcome.error.code);
+      const attempted = integration !== undefined && costsAttempt && !LEFT_OUT.has(outcome.error.code);
       results.failed.push({ id: row.id, error: outcome.error, attempted });
     } else {
-      results.retry.push({ id: row.id, error: outcome.error, attempted: !(outcome.kind === "retry" && outcome.leftOut === true) });
+      results.retry.push({ id: row.id, error: outcome.error, attempted: costsAttempt });
       retryAfter = Math.max(retryAfter, outcome.retryAfterSeconds ?? 0);
     }
   });
@@ -297,12 +313,16 @@ const LEFT_OUT = new Set([recipientInactive.code, recipientChanged.code, RENDER_
  * accepted earlier (with them in it), they were mailed by that request, and are recorded as sent.
  */
 const handOver = async (d1: D1Database, integration: Integration, composer: Composer, operationId: string, rows: QueuedDelivery[]): Promise<SendOutcome[]> => {
+  const frozen = rows.some((row) => row.asked);
   const local: (SendOutcome | OutboundEmail)[] = await Promise.all(
     rows.map(async (row): Promise<SendOutcome | OutboundEmail> => {
       // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them; nor
       // an old address (the subscriber's is another now), with the new one's data.
       if (!row.active) return { kind: "failed", error: recipientInactive };
       if (!row.sameAddress) return { kind: "failed", error: recipientChanged };
+      // Once a request of the batch has left, its key stands for those members: someone who was in
+      // none of them waits for a batch (and key) of their own, after this one settles.
+      if (frozen && !row.asked) return { kind: "retry", error: batchHeld, leftOut: true };
       try {
         return await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
       } catch (err) {
@@ -313,8 +333,9 @@ const handOver = async (d1: D1Database, integration: Integration, composer: Comp
   );
   const emails = local.filter((x): x is OutboundEmail => !("kind" in x));
   // Looked at again right before the request leaves (it may wait for the provider's rate first).
+  // Marks the members that stay `asked` in the same batch.
   const leftOut = async (ids: string[]) =>
-    new Map((await recipientsGone(d1, ids)).map((gone) => [gone.id, gone.active ? recipientChanged : recipientInactive] as const));
+    new Map((await lookBeforeRequest(d1, ids)).map((gone) => [gone.id, gone.active ? recipientChanged : recipientInactive] as const));
   const sent = emails.length === 0 ? [] : await integration.sendBatch(emails, await batchKey(operationId, rows.map((r) => r.id)), { leftOut });
   const pending = sent.find((o) => o.kind === "retry" || o.kind === "deferred");
   const acceptedEarlier = sent.some((o) => o.kind === "sent" && o.acceptedEarlier === true);
@@ -327,8 +348,10 @@ const handOver = async (d1: D1Database, integration: Integration, composer: Comp
     if (outcome.kind === "retry") return { ...outcome, leftOut: true };
     if (pending?.kind === "deferred") return pending;
     const row = rows[i];
-    // Handed over in the request that was accepted (its last attempt met a provider error, not a skip).
-    if (acceptedEarlier && row && row.attempts > 0 && row.lastError !== null && !LEFT_OUT.has(row.lastError)) {
+    // In a request of an earlier step of the batch, and the provider says one of its requests was
+    // accepted: recorded sent (had the accepted one been a later request without them, they were
+    // left out of it for leaving; either way nobody mails them again).
+    if (acceptedEarlier && row?.asked) {
       return { kind: "sent", providerMessageId: null, acceptedEarlier: true };
     }
     return pending?.kind === "retry" && outcome.kind === "failed"

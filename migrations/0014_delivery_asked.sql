@@ -1,0 +1,1 @@
+ALTER TABLE `deliveries` ADD `asked` integer DEFAULT false NOT NULL;
