@@ -30,10 +30,16 @@ const vars = Object.fromEntries(
 const migrate = spawnSync(wrangler, ["d1", "migrations", "apply", "DB", "--local"], { cwd: root, env, stdio: "inherit" });
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 
-// 3. The service.
-const dev = spawn(wrangler, ["dev", "--port", String(port), ...process.argv.slice(2)], { cwd: root, env, stdio: "inherit" });
+// 3. The service. `wrangler dev` does not fire cron triggers: with --test-scheduled it exposes the
+// scheduled handler, and step 5 calls it every minute, as the deployed cron does (the sweeper that
+// restarts work a crash left behind, purges, scheduled sends).
+const dev = spawn(wrangler, ["dev", "--port", String(port), "--test-scheduled", ...process.argv.slice(2)], { cwd: root, env, stdio: "inherit" });
+let cron;
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
-dev.on("exit", (code) => process.exit(code ?? 0));
+dev.on("exit", (code) => {
+  clearInterval(cron);
+  process.exit(code ?? 0);
+});
 
 // 4. A demo workspace and test credential, made through the operator API and remembered.
 const statePath = join(root, ".wrangler", "demo-credential.json");
@@ -88,3 +94,7 @@ try {
 } catch (error) {
   console.error(`Could not create the demo credential: ${error.message}`);
 }
+
+// 5. The cron trigger (`* * * * *` in wrangler.toml), every minute while the service runs.
+const sweep = () => fetch(`${base}/cdn-cgi/handler/scheduled?cron=*+*+*+*+*`).catch(() => undefined);
+cron = setInterval(sweep, 60_000);
