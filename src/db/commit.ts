@@ -18,7 +18,8 @@ import type { AppEnv } from "../lib/types";
 
 /**
  * What a write answers when it applies: the resource row `id` of `resource` (snapshotted in the
- * batch, replayed through its serializer), or a body computed before the write.
+ * batch, replayed through its serializer), or a body computed before it (only for a request with no
+ * statements: nothing then decides whether it applied).
  */
 export type Answer = { status: 200 | 201 | 202; resource: ResourceKind; id: string } | { status: 200 | 201 | 202; body: unknown };
 
@@ -47,6 +48,9 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
   const { db } = c.var;
   const request = c.var.idempotency;
   const list = options.events ?? [];
+  // A body answer has no statement to decide whether it applied: it is for a request that writes
+  // nothing but its answer (a test send), whose record is written unconditionally.
+  if (!("resource" in answer) && statements.length > 0) throw new Error("commit: a body answer is for a request with no statements");
   if (!request && list.length === 0) {
     if (statements.length === 0) return [] as unknown as BatchResponse<T>;
     return (await db.batch(statements as unknown as [BatchItem<"sqlite">])) as unknown as BatchResponse<T>;

@@ -39,9 +39,13 @@ export const resources = {
   operation: resource(operations, serializeOperation),
   /** What `delivery.bounced` and `delivery.complained` events carry (written by the provider webhooks). */
   delivery: resource(deliveries, serializeDelivery),
-  // A signing secret never goes into an event or a key's record, where it would outlive rotate_secret.
+  // The endpoint as events and the other answers show it: without its signing secret, which an
+  // event would otherwise keep beyond rotate_secret.
   webhook_endpoint: resource(webhookEndpoints, serializeEndpoint, ["secret"]),
-  /** The answer of create and rotate_secret: the only ones that show the secret. */
+  /**
+   * The answer of create and rotate_secret, the only ones that show the secret: their keyed record
+   * keeps it for the key's 24 h, so that a retry gets the answer it lost (README, "Idempotency").
+   */
   webhook_endpoint_with_secret: resource(webhookEndpoints, serializeEndpointWithSecret),
   deleted_webhook_endpoint: resource(webhookEndpoints, serializeDeletedEndpoint),
   webhook_attempt: resource(webhookAttempts, serializeAttempt),

@@ -24,7 +24,9 @@ export const newslettersRouter = createRouter()
       createdAt: now,
       updatedAt: now,
     })], { status: 201, resource: "newsletter", id });
-    return c.json(envelope(serializeNewsletter(row!)), 201);
+    // The insert is unconditional: no row means the write did not happen at all.
+    if (!row) throw new Error("newsletter insert returned no row");
+    return c.json(envelope(serializeNewsletter(row)), 201);
   })
   .openapi(updateNewsletter, async (c) => {
     const { workspace_id, newsletter_id } = c.req.valid("param");

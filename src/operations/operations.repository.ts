@@ -3,7 +3,6 @@ import type { Db } from "../db/client";
 import { deliveries, type deliveryStatuses, operations } from "../db/schema";
 import type { CampaignStats } from "./operations.schemas";
 
-export type OperationRow = typeof operations.$inferSelect;
 
 export const findOperation = (db: Db, workspaceId: string, id: string) =>
   db

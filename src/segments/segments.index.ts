@@ -21,7 +21,9 @@ export const segmentsRouter = createRouter()
       createdAt: now,
       updatedAt: now,
     })], { status: 201, resource: "segment", id });
-    return c.json(envelope(serializeSegment(row!)), 201);
+    // The insert is unconditional: no row means the write did not happen at all.
+    if (!row) throw new Error("segment insert returned no row");
+    return c.json(envelope(serializeSegment(row)), 201);
   })
   .openapi(getSegment, async (c) => {
     const { workspace_id, segment_id } = c.req.valid("param");

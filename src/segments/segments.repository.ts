@@ -2,7 +2,6 @@ import { and, desc, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { segments } from "../db/schema";
 
-export type SegmentRow = typeof segments.$inferSelect;
 
 export const insertSegment = (db: Db, row: typeof segments.$inferInsert) =>
   db.insert(segments).values(row).returning();

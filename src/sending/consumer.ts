@@ -1,19 +1,11 @@
 import { withOutbox } from "../events/outbox";
+import { logError } from "../lib/log";
 import { backoffSeconds } from "../lib/backoff";
 import { runStep, type StepDeps } from "./pipeline";
 import { SEND_DEAD_LETTER_QUEUE, SendMessage } from "./messages";
 import { failOperation } from "./send.repository";
 
-const logError = (event: string, message: Message, err: unknown) =>
-  console.error(
-    JSON.stringify({
-      level: "error",
-      event,
-      message_id: message.id,
-      attempts: message.attempts,
-      error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
-    }),
-  );
+const messageFields = (message: Message) => ({ message_id: message.id, attempts: message.attempts });
 
 /**
  * The `queue` handler for both the send queue and its dead-letter queue. Every message is acked
@@ -32,7 +24,7 @@ const handleMessage = async (deps: StepDeps, message: Message<unknown>): Promise
   const parsed = SendMessage.safeParse(message.body);
   if (!parsed.success) {
     // No retry can make a malformed message valid.
-    logError("send_message_malformed", message, parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+    logError("send_message_malformed", messageFields(message), parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
     message.ack();
     return;
   }
@@ -41,7 +33,7 @@ const handleMessage = async (deps: StepDeps, message: Message<unknown>): Promise
     if (result) message.retry({ delaySeconds: result.retryAfterSeconds });
     else message.ack();
   } catch (err) {
-    logError("send_step_failed", message, err);
+    logError("send_step_failed", messageFields(message), err);
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
   }
 };
@@ -69,7 +61,7 @@ const handleDeadLetters = async (batch: MessageBatch<unknown>, env: Env): Promis
       );
       message.ack();
     } catch (err) {
-      logError("send_dead_letter_failed", message, err);
+      logError("send_dead_letter_failed", messageFields(message), err);
       message.retry({ delaySeconds: backoffSeconds(message.attempts) });
     }
   }

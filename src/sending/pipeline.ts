@@ -152,7 +152,8 @@ const fanoutWindow = async (
   // Each delivery records the last member of its provider batch (see queuedChunk).
   const chunkEndOf = (i: number) => matched[Math.min(Math.floor(i / chunk) * chunk + chunk - 1, matched.length - 1)]?.id;
   const settle = integration?.settleAtCreation;
-  // (Rows settled at creation never need it: their JSON stays as small as it was.)
+  // Rows settled at creation (the sandbox) are never read by chunk: they get no chunk_end, and their
+  // JSON stays as small as it was.
   const rows: NewDelivery[] = matched.map((c, i) => ({ id: newId("delivery", now), subscriberId: c.id, email: c.email, ...(!settle && { chunkEnd: chunkEndOf(i) }) }));
   // A delivery settled at creation is handed over here: its message is rendered as any other
   // (what the sandbox measures is what a provider send costs). One that cannot be rendered is
@@ -240,7 +241,9 @@ const deliver = async (
   const { rows, chunkEnd, more } = await queuedChunk(deps.d1, op.campaignId, from, to, chunk + 1);
   if (rows.length === 0) return;
   const composer = integration ? await loadComposer(deps, op.campaignId) : undefined;
-  if (integration && !composer) return;
+  // The operation's campaign was just read: a missing one is a fault, retried and then dead-lettered
+  // (which fails the operation), never a message acked with its rows left queued.
+  if (integration && !composer) throw new Error(`campaign ${op.campaignId} of operation ${op.id} has no message context`);
 
   const outcomes: SendOutcome[] =
     integration && composer

@@ -1,4 +1,5 @@
 import { purgeExpiredRecords } from "../idempotency/idempotency";
+import { purgeInRounds } from "../lib/purge";
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import { findSweepCandidates } from "./sweep.repository";
 
@@ -29,15 +30,7 @@ export const sweep = async (env: Env, now: number): Promise<void> => {
     ...found.stalledDelivery.map((id) => ({ body: { type: "deliver", operation_id: id, from: null, to: null } as const })),
   ];
   for (let i = 0; i < requests.length; i += 100) await env.SEND_QUEUE.sendBatch(requests.slice(i, i + 100));
-  await purgeIdempotencyRecords(env.DB, now);
+  // Idempotency-Key records past their 24 h: up to 10,000 a minute, enough for any ordinary write rate.
+  await purgeInRounds((size) => purgeExpiredRecords(env.DB, now, size));
 };
 
-/**
- * Idempotency-Key records past their 24 h: bounded deletes, so a sweep stays short, and enough of
- * them per minute (up to 10,000) to keep up with any ordinary write rate.
- */
-const purgeIdempotencyRecords = async (d1: D1Database, now: number) => {
-  for (let round = 0; round < 10; round++) {
-    if ((await purgeExpiredRecords(d1, now, 1000)) < 1000) return;
-  }
-};

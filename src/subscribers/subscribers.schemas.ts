@@ -79,8 +79,6 @@ export const UpdateSubscriberBody = z
   })
   .openapi("UpdateSubscriberRequest", { minProperties: 1 });
 
-export type CreateSubscriberInput = z.infer<typeof CreateSubscriberBody>;
-export type UpdateSubscriberInput = z.infer<typeof UpdateSubscriberBody>;
 
 export const ListSubscribersQuery = z.strictObject({
   limit: limitQuery,

@@ -7,18 +7,10 @@ import {
   recordTry,
   stopAttempt,
 } from "./attempts.repository";
+import { logError } from "../lib/log";
 import { postEvent } from "./delivery";
 import { WEBHOOK_DEAD_LETTER_QUEUE, WebhookMessage } from "./messages";
 
-const logError = (event: string, fields: Record<string, unknown>, err?: unknown) =>
-  console.error(
-    JSON.stringify({
-      level: "error",
-      event,
-      ...fields,
-      ...(err !== undefined && { error: err instanceof Error ? { name: err.name, message: err.message } : String(err) }),
-    }),
-  );
 
 /**
  * The `queue` handler of the webhook queue and its dead-letter queue. Messages of a batch run side by
@@ -52,8 +44,8 @@ export const handleWebhookBatch = async (batch: MessageBatch<unknown>, env: Env)
 export const dispatchEvent = async (env: Env, eventId: string, now: number): Promise<void> => {
   const event = await findEventForDispatch(env.DB, eventId);
   if (!event || event.dispatchedAt !== null) return;
-  // A test event goes to the tested endpoint only, through the attempt made with it.
-  // A test event is born dispatched (it goes to its endpoint through the attempt made with it).
+  // Every enabled endpoint that takes the type (a test event never gets here: it is born dispatched,
+  // with its one attempt at the endpoint tested).
   const endpoints = await matchingEndpointIds(env.DB, event.workspaceId, event.type);
   const created = await createAttempts(env.DB, event, endpoints, now);
   if (created.length === 0) return;

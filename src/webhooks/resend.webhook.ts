@@ -16,8 +16,10 @@ export const MAX_WEBHOOK_BYTES = 256 * 1024;
 
 const invalidSignature = (why: string) => new ApiError("invalid_signature", `The webhook signature could not be verified: ${why}`);
 
-/** Checks svix-id / svix-timestamp (within 5 minutes) / svix-signature against the raw body. */
-/** The verified body, parsed (the library parses it once the signature holds). */
+/**
+ * Checks svix-id / svix-timestamp (within 5 minutes) / svix-signature against the raw body; the
+ * verified body, parsed (the library parses it once the signature holds).
+ */
 const verify = (secret: string, headers: Headers, body: string): unknown => {
   let webhook: Webhook;
   try {

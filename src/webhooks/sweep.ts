@@ -1,3 +1,4 @@
+import { purgeInRounds } from "../lib/purge";
 import { findStalledAttempts, findUndispatchedEvents } from "./attempts.repository";
 import { deleteReceiptsBefore } from "./feedback.repository";
 import type { WebhookMessage } from "./messages";
@@ -24,12 +25,7 @@ export const sweepWebhooks = async (env: Env, now: number): Promise<void> => {
     ...stalled.map((a) => ({ body: { type: "deliver", attempt_id: a.id, try: a.attempts } as const })),
   ];
   for (let i = 0; i < requests.length; i += 100) await env.WEBHOOK_QUEUE.sendBatch(requests.slice(i, i + 100));
-  await purgeReceipts(env.DB, now - RECEIPT_TTL_MS);
+  // Receipts older than their TTL, so the table does not grow for ever (up to 10,000 a sweep).
+  await purgeInRounds((size) => deleteReceiptsBefore(env.DB, now - RECEIPT_TTL_MS, size));
 };
 
-/** Receipts older than `before`, in bounded deletes (up to 10,000 a sweep), so the table does not grow for ever. */
-const purgeReceipts = async (d1: D1Database, before: number) => {
-  for (let round = 0; round < 10; round++) {
-    if ((await deleteReceiptsBefore(d1, before, 1000)) < 1000) return;
-  }
-};
