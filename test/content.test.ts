@@ -412,8 +412,21 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(rejection({ text: '{% layout "x" %}' }).message).toContain("{% layout %} is not supported");
   });
 
+  it("bounds the work of checking a template: at most 10,000 Liquid tags and outputs, and no value far into a tag", () => {
+    expect(rejection({ html: `<p>${"{{ subscriber.name }}".repeat(10_001)}</p>` })).toEqual({
+      param: "html",
+      message: "html: the template holds more than 10000 Liquid tags and outputs",
+    });
+    expect(() => validateCampaignContent(content({ html: `<p>${"{{ subscriber.name }}".repeat(2_000)}</p>` }))).not.toThrow();
+    // Read from the tag's `<`: a value more than 8 KB into a tag is refused, naming its line.
+    expect(rejection({ html: `<p title="${"x".repeat(9_000)}\n{{ subscriber.name }}">t</p>` }).message).toMatch(/more than 8 KB into a tag .* on line 2$/);
+    // `a < b` opens no tag: values after it are text, however far.
+    const text = render({ html: `<p>a < b ${"x".repeat(9_000)} {{ subscriber.name }}</p>` }, { ...bob, name: "c = d" }).html ?? "";
+    expect(text).toContain(" c = d</p>");
+  });
+
   it("says a template nests too deeply in its own words, not the engine's", () => {
-    const deep = `${"{% if true %}".repeat(19_000)}x${"{% endif %}".repeat(19_000)}`;
+    const deep = `${"{% if true %}".repeat(4_999)}x${"{% endif %}".repeat(4_999)}`;
     const problem = rejection({ text: deep });
     expect(problem.param).toBe("text");
     expect(problem.message).toContain("the template nests too deeply");

@@ -153,14 +153,27 @@ const UNKNOWN = "\u0000";
  * unchanged), and where each piece begins; computed once per source (a template's outputs in turn).
  */
 type Range = { begin: number; end: number };
-let masking: { source: string; masked: string; pieces: Range[]; scripts: Range[] } | undefined;
+/** Where a tag opened at some `<` ends: its `>` (-1: none), and whether Liquid stands before it. */
+type TagEnd = { end: number; liquid: boolean };
+type Masking = {
+  source: string;
+  masked: string;
+  pieces: Range[];
+  scripts: Range[];
+  /** Every `<` of the masked source that opens a tag, in order. */
+  opens: number[];
+  /** Each `<` asked about so far, read once to its tag's end. */
+  tagEnds: Map<number, TagEnd>;
+};
+let masking: Masking | undefined;
+const TAG_OPEN = /<(?=[a-z/!?\u0000])/gi;
 /** A script element's content, as a browser ends it (at `</script`, or the end of the document). */
 const SCRIPT = /(<script\b[^>]*>)([\s\S]*?)(?:<\/script|$)/gi;
 const MASKED = new RegExp(
   String.raw`(\{%-?\s*raw\s*-?%\})([\s\S]*?)(\{%-?\s*endraw\s*-?%\})|\{%-?\s*comment\s*-?%\}[\s\S]*?\{%-?\s*endcomment\s*-?%\}|${LIQUID.source}`,
   "g",
 );
-const maskedSource = (source: string) => {
+const maskedSource = (source: string): Masking => {
   if (masking?.source !== source) {
     const pieces: Range[] = [];
     const mask = (piece: string, at: number) => {
@@ -177,17 +190,15 @@ const maskedSource = (source: string) => {
       const begin = m.index + (m[1]?.length ?? 0);
       return { begin, end: begin + (m[2]?.length ?? 0) };
     });
-    masking = { source, masked, pieces, scripts };
+    // A `<` opens a tag only before a letter, `/`, `!` or `?` (`a < b` is text), or before Liquid
+    // that may print a tag's name.
+    const opens: number[] = [];
+    for (const open of masked.matchAll(TAG_OPEN)) opens.push(open.index);
+    masking = { source, masked, pieces, scripts, opens, tagEnds: new Map() };
   }
   return masking;
 };
 
-/**
- * Whether what a template prints at `begin` of `source` lands in a URL attribute whose scheme the
- * template's own text has not fixed before it. Markup is read as a browser reads it: from the tag's
- * `<`, however far back; a Liquid tag or output before it (a branch, a comment, another value) and an
- * entity (`&#10;` decodes to what a browser skips) leave the scheme open.
- */
 /** A colon next, as a browser reads attribute text: after skipped characters, written or as a character reference. */
 const COLON_NEXT = /^(?:[\u0000-\u0020\u007f]|&(?:#0*(?:9|10|13|32);?|#x0*(?:9|a|d|20);?|Tab;|NewLine;))*(?::|&#0*58;?|&#x0*3a;?|&colon;)/i;
 
@@ -208,20 +219,22 @@ const pieceAt = (pieces: Range[], at: number) => {
 /** An event-handler attribute (`onclick=`, `onload=`) whose value the output is printed into. */
 const EVENT_HANDLER = /[\s"'/\u0000]on[a-z]+\s*=\s*(?:"[^"]*|'[^']*|[^\s"'=<>`]*)$/i;
 
+type ScanState = "name" | "afterEquals" | "unquoted" | '"' | "'";
+
 /**
- * How the attribute value at the end of `tag` (the markup from its `<`) is written: in quotes, or
- * not (unquoted, or no value at all: an output standing for an attribute's name); or `text` when a
- * `>` outside quotes ended the tag (one a Liquid branch may skip: then the URL check still reads on,
- * but a value printed here is text, as it most likely is). Read as a browser reads it: a quote opens
- * a value only right after `=`.
+ * Reads tag markup from `from` (just after its `<`) to `to` as a browser reads it: a quote opens a
+ * value only right after `=`, and a `>` outside a quoted value ends the tag. The `>` that ended it
+ * (-1: none before `to`), the state at `to` otherwise, and whether Liquid (masked) stood before.
  */
-const attributeQuoting = (tag: string): "quoted" | "unquoted" | "text" => {
-  let state: "name" | "afterEquals" | "unquoted" | '"' | "'" = "name";
-  for (let i = 1; i < tag.length; i++) {
-    const ch = tag[i] as string;
+const scanTag = (text: string, from: number, to: number): { end: number; state: ScanState; liquid: boolean } => {
+  let state: ScanState = "name";
+  let liquid = false;
+  for (let i = from; i < to; i++) {
+    const ch = text[i] as string;
+    if (ch === UNKNOWN) liquid = true;
     if (state === '"' || state === "'") {
       if (ch === state) state = "name";
-    } else if (ch === ">") return "text";
+    } else if (ch === ">") return { end: i, state, liquid };
     else if (state === "afterEquals") {
       if (ch === '"' || ch === "'") state = ch;
       else if (!/\s/.test(ch)) state = "unquoted";
@@ -229,8 +242,42 @@ const attributeQuoting = (tag: string): "quoted" | "unquoted" | "text" => {
       if (/\s/.test(ch)) state = "name";
     } else if (ch === "=") state = "afterEquals";
   }
-  return state === '"' || state === "'" ? "quoted" : "unquoted";
+  return { end: -1, state, liquid };
 };
+
+/** The last `<` before `at` (-1: none), by binary search. */
+const lastOpenBefore = (opens: number[], at: number): number => {
+  let low = 0;
+  let high = opens.length - 1;
+  let found = -1;
+  while (low <= high) {
+    const mid = (low + high) >> 1;
+    const open = opens[mid] as number;
+    if (open < at) {
+      found = open;
+      low = mid + 1;
+    } else high = mid - 1;
+  }
+  return found;
+};
+
+/** The end of the tag opened at `open`, read once per source and `<`. */
+const tagEndOf = (m: Masking, open: number): TagEnd => {
+  let known = m.tagEnds.get(open);
+  if (!known) {
+    const { end, liquid } = scanTag(m.masked, open + 1, m.masked.length);
+    known = { end, liquid };
+    m.tagEnds.set(open, known);
+  }
+  return known;
+};
+
+/**
+ * How far into a tag (from its `<`) a value may be printed: the markup before it is read for each
+ * value, so this bounds the work per value (no real tag is longer; a longer one holding a value is
+ * refused when the template is saved).
+ */
+export const TAG_WINDOW = 8 * 1024;
 
 /**
  * Where what a template prints at `begin` of `source` lands: in text (null); inside a tag, with
@@ -238,21 +285,31 @@ const attributeQuoting = (tag: string): "quoted" | "unquoted" | "text" => {
  * (`open`, or `beforeColon`: right before the template's own colon) and `unquoted` whether its value
  * has no quotes to stay inside; in an event handler's value (`handler`) or a script (`script`).
  */
-type Place = { url: "open" | "beforeColon" | null; unquoted: boolean } | "handler" | "script" | null;
+type Place = { url: "open" | "beforeColon" | null; unquoted: boolean } | "handler" | "script" | "far" | null;
 const outputPlace = (source: string, begin: number): Place => {
-  const { masked, pieces, scripts } = maskedSource(source);
+  const masking = maskedSource(source);
+  const { masked, pieces, scripts } = masking;
   // What prints at `begin` stands where its piece stands (an `echo` inside `{% liquid %}`: that tag).
   const piece = pieceAt(pieces, begin);
   const at = piece?.begin ?? begin;
   if (scripts.some((script) => at >= script.begin && at < script.end)) return "script";
-  const open = masked.lastIndexOf("<", at - 1);
+  const open = lastOpenBefore(masking.opens, at);
   if (open === -1) return null;
+  // The tag ended before the value, with no Liquid inside it that could hide its `>`: text.
+  const tagEnd = tagEndOf(masking, open);
+  if (tagEnd.end !== -1 && tagEnd.end < at && !tagEnd.liquid) return null;
+  if (at - open > TAG_WINDOW) {
+    // Still inside a tag, too far from its `<` to read; or past a `>` after Liquid (most likely
+    // text): kept inside any attribute it might be in.
+    return tagEnd.end === -1 || tagEnd.end >= at ? "far" : { url: null, unquoted: true };
+  }
   const tag = masked.slice(open, at);
   // Still inside the tag: no `>` but in the quoted values of earlier attributes. With Liquid inside
   // the tag, a `>` may be one that never renders (an untaken branch): then the tag is read on.
   if (tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">") && !tag.includes(UNKNOWN)) return null;
   if (EVENT_HANDLER.test(tag)) return "handler";
-  const quoting = attributeQuoting(tag);
+  const scanned = scanTag(tag, 1, tag.length);
+  const quoting = scanned.end !== -1 ? "text" : scanned.state === '"' || scanned.state === "'" ? "quoted" : "unquoted";
   const unquoted = quoting === "unquoted";
   const m = URL_ATTRIBUTE.exec(tag);
   if (!m) return quoting === "text" ? null : { url: null, unquoted };
@@ -316,6 +373,9 @@ const guardFor = (place: Place, line: () => number) => {
   }
   if (place === "script") {
     throw new UnsafeOutputPlace(line(), "a value cannot be printed inside <script>: HTML escaping does not make it safe there, and mail clients remove scripts");
+  }
+  if (place === "far") {
+    throw new UnsafeOutputPlace(line(), `a value cannot be printed more than ${TAG_WINDOW / 1024} KB into a tag (from its <): close the tag sooner`);
   }
   if (place === null) return escapeOutput;
   if (place.url === "open") return place.unquoted ? escapeUrlUnquoted : escapeUrl;

@@ -1,5 +1,6 @@
 import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
 import { type Engine, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
+import { LIQUID } from "./liquid-syntax";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
 // variables the contract lists (checked statically, so a typo inside a branch the sample would not
@@ -19,6 +20,12 @@ export class TemplateError extends Error {
 }
 
 export const MAX_LOOP_RANGE = 1000;
+
+/**
+ * Liquid tags and outputs one template may hold: half the render's step budget (each is at least a
+ * step), and a bound on the work of checking it when it is saved.
+ */
+export const MAX_LIQUID_PIECES = 10_000;
 
 /** The variables a template may use, by root; `null`: the root is a value itself. */
 const VARIABLES: Record<string, readonly string[] | null> = {
@@ -99,6 +106,12 @@ export type ParsedTemplate = { templates: Template[]; globals: ReadonlySet<strin
  */
 export const checkTemplate = (field: TemplateField, source: string): ParsedTemplate | { problems: TemplateError[] } => {
   const engine = engineFor(field);
+  let count = 0;
+  for (LIQUID.lastIndex = 0; LIQUID.exec(source) !== null; ) {
+    if (++count > MAX_LIQUID_PIECES) {
+      return { problems: [new TemplateError(field, `the template holds more than ${MAX_LIQUID_PIECES} Liquid tags and outputs`)] };
+    }
+  }
   let templates: Template[];
   try {
     templates = engine.parse(source);
