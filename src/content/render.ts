@@ -1,5 +1,6 @@
 import { type Template, TokenKind } from "liquidjs";
-import { type BlockOffsets, type Engine, guardHtmlOutputs, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext, UnsafeOutputPlace } from "./engine";
+import { type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
+import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
 import { deriveTextTemplate, htmlToText, lineFeeds, tidyText } from "./html-text";
 import { blockMarker, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
