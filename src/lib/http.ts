@@ -2,7 +2,8 @@ import type { Context } from "hono";
 import type { AppEnv } from "./types";
 
 export type Envelope<T> = { data: T };
-export type Page<T> = { data: T[]; pagination: { has_more: boolean; next_cursor: string | null } };
+export type Pagination = { has_more: true; next_cursor: string } | { has_more: false; next_cursor: null };
+export type Page<T> = { data: T[]; pagination: Pagination };
 
 export const envelope = <T>(data: T): Envelope<T> => ({ data });
 
@@ -21,10 +22,8 @@ export const toPage = async <Row extends { id: string }, Out>(
   const last = pageRows.at(-1);
   return {
     data: pageRows.map(serialize),
-    pagination: {
-      has_more: hasMore,
-      next_cursor: hasMore && last ? await c.var.cursors.encode(listScope, last.id) : null,
-    },
+    // A page that has more always holds a row (boundedPage keeps the first whatever its size).
+    pagination: hasMore && last ? { has_more: true, next_cursor: await c.var.cursors.encode(listScope, last.id) } : { has_more: false, next_cursor: null },
   };
 };
 

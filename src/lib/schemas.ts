@@ -178,11 +178,12 @@ export const afterQuery = queryString()
 
 // ---- Responses -------------------------------------------------------------------------------
 
+/** `next_cursor` is a string exactly when `has_more` is true, so a typed client narrows on `has_more`. */
 export const PaginationSchema = z
-  .object({
-    has_more: z.boolean(),
-    next_cursor: z.string().nullable(),
-  })
+  .union([
+    z.object({ has_more: z.literal(true), next_cursor: z.string().openapi({ description: "Pass as `after` for the next page." }) }),
+    z.object({ has_more: z.literal(false), next_cursor: z.null() }),
+  ])
   .openapi("Pagination");
 
 export const isoDateTime = z.string().openapi({ format: "date-time", example: "2026-11-21T12:00:00.000Z" });

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { type deliveries, deliveryStatuses, type operations } from "../db/schema";
 import { afterQuery, idParam, isoDateTime, limitQuery, queryEnum, WorkspaceParams } from "../lib/schemas";
 import { iso } from "../lib/time";
+import { type IntegrationSlug, integrationSlugs } from "../sending/integrations/slugs";
 
 export const OperationParams = WorkspaceParams.extend({ operation_id: idParam("operation", "operation_id") });
 export const CampaignDeliveriesParams = WorkspaceParams.extend({ campaign_id: idParam("campaign", "campaign_id") });
@@ -18,7 +19,7 @@ export const OperationSchema = z
     type: z.literal("campaign_send"),
     status: z.enum(["queued", "running", "succeeded", "failed"]),
     campaign_id: z.string(),
-    integration_slug: z.string().openapi({ description: "The integration the send asked for." }),
+    integration_slug: z.enum(integrationSlugs).openapi({ description: "The integration the send asked for (with a test credential, the sandbox delivered whatever this says)." }),
     progress: z
       .object({
         total: z.int().openapi({ description: "Deliveries created so far; final once every recipient has been paged." }),
@@ -82,7 +83,7 @@ export const serializeOperation = (row: typeof operations.$inferSelect): Operati
   type: row.type,
   status: row.status,
   campaign_id: row.campaignId,
-  integration_slug: row.integrationSlug,
+  integration_slug: row.integrationSlug as IntegrationSlug,
   progress: { total: row.total, delivered: row.delivered, failed: row.failed },
   error: row.error ?? null,
   created_at: iso(row.createdAt),

@@ -20,7 +20,7 @@ const endpointUrl = bodyString()
   .openapi({
     format: "uri",
     description:
-      "https to a host name, an IPv4 address or a bracketed IPv6 address; `http://localhost` and `http://127.0.0.1` (any port) are accepted for development. With a live credential, `localhost` and private, loopback, link-local and CGNAT addresses are rejected (host names are not resolved).",
+      "https to a host name, an IPv4 address or a bracketed IPv6 address; `http://localhost` and `http://127.0.0.1` (any port) are accepted for development. With a live credential, and with any credential on a deployed service (a public `PUBLIC_BASE_URL`), `localhost` and private, loopback, link-local, CGNAT, documentation and multicast addresses are rejected (host names are not resolved).",
     example: "https://example.com/webhooks/newsletter",
   });
 
@@ -59,7 +59,7 @@ const endpointFields = {
   id: z.string().openapi({ example: "we_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }),
   object: z.literal("webhook_endpoint"),
   url: z.string(),
-  events: z.array(z.string()),
+  events: z.array(z.enum([...subscribableTypes, "*"])).openapi({ description: 'The event types it receives, or `["*"]` for all of them.' }),
   description: z.string().nullable(),
   enabled: z.boolean(),
   created_at: isoDateTime,
@@ -88,7 +88,7 @@ export const serializeEndpoint = (row: Row): z.infer<typeof EndpointSchema> => (
   id: row.id,
   object: "webhook_endpoint",
   url: row.url,
-  events: row.events,
+  events: row.events as z.infer<typeof EndpointSchema>["events"],
   description: row.description,
   enabled: row.enabled,
   created_at: iso(row.createdAt),

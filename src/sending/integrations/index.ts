@@ -2,11 +2,9 @@ import { resendIntegration } from "./resend";
 import { sandboxIntegration } from "./sandbox";
 import type { Integration } from "./types";
 
-export const integrationSlugs = ["sandbox", "resend"] as const;
-export type IntegrationSlug = (typeof integrationSlugs)[number];
+import type { IntegrationSlug } from "./slugs";
 
-export const isIntegrationSlug = (slug: string): slug is IntegrationSlug =>
-  (integrationSlugs as readonly string[]).includes(slug);
+export { type IntegrationSlug, integrationSlugs, isIntegrationSlug } from "./slugs";
 
 /** The integration behind a slug in this deployment, or undefined when it is not configured. */
 export const resolveIntegration = (slug: IntegrationSlug, env: Env): Integration | undefined => {
