@@ -739,6 +739,56 @@ describe("scheduling and the sweeper", () => {
     expect(h.queue.messages).toHaveLength(2);
   });
 
+  it("unscheduling cancels a scheduled send before it starts: the campaign is a draft again, its send failed send_unscheduled, its start does nothing", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 3);
+    const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 3600_000).toISOString() });
+    const op = await send(h.t, campaign.id, {});
+    expect(h.queue.messages.map((m) => m.body)).toEqual([{ type: "start", operation_id: op.id }]);
+    const path = `${h.t.ws}/campaigns/${campaign.id}/unschedule`;
+
+    const res = await h.t.call("POST", path, { headers: { "idempotency-key": "unschedule-0001" } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ id: campaign.id, status: "draft", scheduled_at: null });
+    expect(await operationOf(h.t, op.id)).toMatchObject({
+      status: "failed",
+      error: { code: "send_unscheduled", message: expect.any(String) },
+      completed_at: expect.stringMatching(/Z$/),
+    });
+    // A retry with the key replays; without it, the draft is no longer scheduled.
+    const replay = await h.t.call("POST", path, { headers: { "idempotency-key": "unschedule-0001" } });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body).toEqual(res.body);
+    expectError(await h.t.call("POST", path), 409, "campaign_not_scheduled");
+    expectError(await h.t.call("POST", path, { body: { now: true } }), 400, "validation_failed");
+    expectError(await h.t.call("POST", `${h.t.ws}/campaigns/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T/unschedule`), 404, "not_found");
+
+    // The start message, when it comes, finds nothing to start.
+    await h.drain();
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 0 } });
+    expect(await allDeliveries(h.t, campaign.id)).toEqual([]);
+    // The draft can be sent again: now, since it has no time any more.
+    const again = await send(h.t, campaign.id, {});
+    await h.drain();
+    expect(await operationOf(h.t, again.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 3 } });
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("sent");
+    expectError(await h.t.call("POST", path), 409, "campaign_not_scheduled");
+  });
+
+  it("a scheduled send that has started cannot be unscheduled", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 2);
+    const soon = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 3600_000).toISOString() });
+    const op = await send(h.t, soon.id, {});
+    // Its time comes and its start message is delivered: the start commits first, and wins.
+    await env.DB.prepare("UPDATE operations SET start_at = ?2 WHERE id = ?1").bind(op.id, Date.now() - 1_000).run();
+    await h.step();
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${soon.id}`)).body.data.status).toBe("sending");
+    expectError(await h.t.call("POST", `${h.t.ws}/campaigns/${soon.id}/unschedule`), 409, "campaign_not_scheduled");
+    await h.drain();
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded" });
+  });
+
   it("a send scheduled beyond the queue's 12 h delay is started by the cron sweep when it is due", async () => {
     const h = await harness("test");
     await seedSubscribers(h.t.workspace.id, 3);

@@ -9,8 +9,8 @@ import { findSegment } from "../segments/segments.repository";
 import { enqueueStart, startCampaignSend } from "../sending/producer";
 import { validateCampaignContent } from "../content";
 import { previewEmail, testSend } from "./campaign-mail";
-import { type CampaignChanges, type CampaignRow, editableStatuses, findCampaign, insertCampaign, listCampaignsPage, updateCampaignStatements } from "./campaigns.repository";
-import { createCampaign, getCampaign, listCampaigns, previewCampaign, sendCampaign, testCampaign, updateCampaign } from "./campaigns.routes";
+import { type CampaignChanges, type CampaignRow, editableStatuses, findCampaign, insertCampaign, listCampaignsPage, unscheduleStatements, updateCampaignStatements } from "./campaigns.repository";
+import { createCampaign, getCampaign, listCampaigns, previewCampaign, sendCampaign, testCampaign, unscheduleCampaign, updateCampaign } from "./campaigns.routes";
 import { scheduledInPast, serializeCampaign } from "./campaigns.schemas";
 
 const missing = (param: string, id: string) =>
@@ -117,6 +117,18 @@ export const campaignsRouter = createRouter()
     // Nothing to write but the answer a retry with the same Idempotency-Key gets.
     await commit(c, [], { status: 200, body: answer });
     return c.json(answer, 200);
+  })
+  .openapi(unscheduleCampaign, async (c) => {
+    const { workspace_id, campaign_id } = c.req.valid("param");
+    const [, [row]] = await commit(c, unscheduleStatements(c.var.db, workspace_id, campaign_id, Date.now()), {
+      status: 200,
+      resource: "campaign",
+      id: campaign_id,
+    });
+    if (row) return c.json(envelope(serializeCampaign(row as CampaignRow)), 200);
+    const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
+    if (!campaign) throw notFound("campaign", campaign_id);
+    throw new ApiError("campaign_not_scheduled", `Only a scheduled campaign can be unscheduled; this one is ${campaign.status}`);
   })
   .openapi(sendCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

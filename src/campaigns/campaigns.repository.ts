@@ -108,3 +108,31 @@ export const updateCampaignStatements = (db: Db, workspaceId: string, id: string
     .returning({ id: operations.id, startAt: operations.startAt });
   return [before, reschedule, update];
 };
+
+/** The error a send canceled before it started ends with. */
+export const SEND_UNSCHEDULED = { code: "send_unscheduled", message: "The scheduled send was canceled before it started" } as const;
+
+/**
+ * Unscheduling, decisive statement last: the scheduled campaign's queued send ends `failed`, then the
+ * campaign (only if that send was still queued, `changes()`) becomes a draft with no `scheduled_at`.
+ * The start of the send moves the same two rows out of `queued` and `scheduled` in one batch, so
+ * whichever commits first wins, whole.
+ */
+export const unscheduleStatements = (db: Db, workspaceId: string, id: string, now: number): BatchItem<"sqlite">[] => [
+  db
+    .update(operations)
+    .set({ status: "failed", error: SEND_UNSCHEDULED, completedAt: now, updatedAt: now })
+    .where(
+      and(
+        eq(operations.campaignId, id),
+        eq(operations.workspaceId, workspaceId),
+        eq(operations.status, "queued"),
+        sql`EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ${id} AND c.workspace_id = ${workspaceId} AND c.status = 'scheduled')`,
+      ),
+    ),
+  db
+    .update(campaigns)
+    .set({ status: "draft", scheduledAt: null, updatedAt: now })
+    .where(and(eq(campaigns.workspaceId, workspaceId), eq(campaigns.id, id), eq(campaigns.status, "scheduled"), sql`changes() > 0`))
+    .returning(),
+];

@@ -1,7 +1,7 @@
 import { OperationSchema } from "../operations/operations.schemas";
 import { providerUnavailable } from "../errors/openapi";
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { dataEnvelope, noBody, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import {
   CampaignParams,
   CampaignSchema,
@@ -146,5 +146,21 @@ export const testCampaign = apiRoute({
   responses: {
     200: { description: "One result per address", content: { "application/json": { schema: dataEnvelope(TestSendSchema) } } },
     503: providerUnavailable,
+  },
+});
+
+export const unscheduleCampaign = apiRoute({
+  errorCodes: { 409: ["campaign_not_scheduled"] },
+  method: "post",
+  path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/unschedule",
+  tags: ["Campaigns"],
+  summary: "Unschedule a campaign",
+  description:
+    "Cancels the send of a `scheduled` campaign before it starts: the campaign becomes a `draft` again with `scheduled_at` cleared (edit it, then send it again, now or at a new time), and its queued operation ends `failed` with the error code `send_unscheduled`. A campaign whose send has started, or that is not scheduled, is a 409 `campaign_not_scheduled`: at the scheduled time, whichever of the start and this request commits first wins. No body.",
+  scope: "campaigns:send",
+  idempotent: true,
+  request: { params: CampaignParams, body: noBody },
+  responses: {
+    200: { description: "The campaign, a draft again", content: { "application/json": { schema: dataEnvelope(CampaignSchema) } } },
   },
 });

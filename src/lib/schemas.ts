@@ -188,6 +188,12 @@ export const PaginationSchema = z
 
 export const isoDateTime = z.string().openapi({ format: "date-time", example: "2026-11-21T12:00:00.000Z" });
 
+/** The body of an action that takes no parameters: none, or `{}`. */
+export const noBody = {
+  required: false,
+  content: { "application/json": { schema: z.strictObject({}).openapi("EmptyRequest", { description: "No parameters." }) } },
+};
+
 export const dataEnvelope = <T extends z.ZodType>(schema: T) => z.object({ data: schema });
 
 export const pageEnvelope = <T extends z.ZodType>(schema: T) =>

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { dataEnvelope, noBody, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import { AttemptSchema, ListAttemptsQuery } from "./attempts.schemas";
 import {
   CreateEndpointBody,
@@ -81,17 +81,13 @@ export const deleteEndpoint = apiRoute({
 });
 
 /** These actions take no parameters: the body is empty, or `{}` (anything in it is an unknown parameter). */
-const noBody = {
-  required: false,
-  content: { "application/json": { schema: z.strictObject({}).openapi("EmptyRequest", { description: "No parameters." }) } },
-};
-
 export const rotateSecret = apiRoute({
   method: "post",
   path: `${base}/{endpoint_id}/rotate_secret`,
   tags,
   summary: "Rotate a webhook endpoint secret",
-  description: "A new secret signs every try from now on, retries of earlier events included; the old one stops at once.",
+  description:
+    "A new secret signs every try from now on, retries of earlier events included; for 24 hours the replaced one signs beside it (two signatures in `webhook-signature`), so a receiver can switch without dropping a delivery.",
   scope: "webhooks:write",
   idempotent: true,
   request: { params: EndpointParams, body: noBody },
