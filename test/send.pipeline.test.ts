@@ -541,6 +541,27 @@ describe("a message that cannot be rendered for its subscriber", () => {
   }
 });
 
+describe("a campaign saved under earlier checks that today's refuse", () => {
+  it("previews as a 400 naming the field, and sends as undeliverable messages (render_failed), never a failing step", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 3);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t);
+    // Written as an older version of the service accepted it (a value inside <script>).
+    await env.DB.prepare("UPDATE campaigns SET html = ? WHERE id = ?").bind('<p>Hi</p><script>var n = "{{ subscriber.name }}";</script>', campaign.id).run();
+    const preview = await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/preview`);
+    expectError(preview, 400, "validation_failed", "html");
+    expect(preview.body.error.message).toContain("inside <script>");
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+    expect(resend.calls).toEqual([]);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries).toHaveLength(3);
+    for (const d of deliveries) expect(d).toMatchObject({ status: "failed", attempts: 0, error: { code: "render_failed", message: expect.stringContaining("inside <script>") } });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 3, delivered: 0, failed: 3 } });
+  });
+});
+
 describe("consent at delivery time", () => {
   it("never mails a subscriber who unsubscribed after the fan-out picked them", async () => {
     const { h, ids, resend, campaign, op } = await resendSend({ recipients: 5 });

@@ -1,5 +1,5 @@
 import { unsubscribeToken, unsubscribeUrl } from "../consent/unsubscribe-token";
-import { type CompiledCampaign, compileCampaign, type Recipient, renderMessage } from "../content";
+import { type CompiledCampaign, compileCampaign, type Recipient, renderMessage, TemplateError } from "../content";
 import type { Signer } from "../lib/signing";
 import type { OutboundEmail } from "./integrations/types";
 import type { MessageContext } from "./send.repository";
@@ -9,7 +9,12 @@ import type { MessageContext } from "./send.repository";
 // request), then each recipient costs one render and one signature.
 
 export type Composer = {
-  compiled: CompiledCampaign;
+  /**
+   * The campaign compiled, or why it cannot be: a template saved under earlier checks that today's
+   * refuse (the checks run when a campaign is saved, but a service upgrade can tighten them). Every
+   * message then fails as one that cannot be rendered does, never the whole step.
+   */
+  compiled: CompiledCampaign | TemplateError;
   campaignId: string;
   from: string;
   replyTo: string | null;
@@ -50,8 +55,17 @@ const compiledFor = (context: MessageContext): CompiledCampaign => {
 /** The origin of every link the service puts in mail (the contract's default: a local one). */
 export const publicBaseUrl = (env: Pick<Env, "PUBLIC_BASE_URL">): string => env.PUBLIC_BASE_URL || "http://localhost:8787";
 
+const compiledOrProblem = (context: MessageContext): CompiledCampaign | TemplateError => {
+  try {
+    return compiledFor(context);
+  } catch (err) {
+    if (err instanceof TemplateError) return err;
+    throw err;
+  }
+};
+
 export const composerFor = (context: MessageContext, env: Pick<Env, "PUBLIC_BASE_URL">, signer: Signer): Composer => ({
-  compiled: compiledFor(context),
+  compiled: compiledOrProblem(context),
   campaignId: context.campaignId,
   from: formatFrom(context),
   replyTo: context.replyTo,
@@ -61,6 +75,7 @@ export const composerFor = (context: MessageContext, env: Pick<Env, "PUBLIC_BASE
 
 /** The email `to` receives as `addressee` (the same person, except in a test send). */
 export const composeEmail = async (composer: Composer, addressee: Addressee, deliveryId: string, to = addressee.email): Promise<OutboundEmail> => {
+  if (composer.compiled instanceof TemplateError) throw composer.compiled;
   const token = await unsubscribeToken(composer.signer, { subscriberId: addressee.id, campaignId: composer.campaignId });
   const message = renderMessage(composer.compiled, addressee, unsubscribeUrl(composer.publicBaseUrl, token));
   return {
