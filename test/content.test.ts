@@ -74,6 +74,9 @@ describe("rendering", () => {
     expect(at("{% capture n %}{{ subscriber.name }}{% endcapture %}<p title={{ n }}>t</p>", attack)).toContain("<p title=x&#32;onmouseover&#61;");
     // A quote inside an unquoted value opens nothing.
     expect(at("<p title=it's{{ subscriber.name }}>t</p>", "a b")).toBe("<p title=it'sa&#32;b>t</p>");
+    // An empty value that is an unquoted attribute's whole value prints "": the next attribute stays one.
+    expect(at('<img alt={{ subscriber.name }} src="https://img.example/a.png">', "")).toBe('<img alt="" src="https://img.example/a.png">');
+    expect(at("<img alt=x{{ subscriber.name }} src=a.png>", "")).toBe("<img alt=x src=a.png>");
     // Quoted values and text print as they always did.
     expect(at('<p title="{{ subscriber.name }}">{{ subscriber.name }}</p>', "a = b")).toBe('<p title="a = b">a = b</p>');
     expect(at("<a href='https://x.example/?q={{ subscriber.name }}'>q</a>", "a=b c")).toBe("<a href='https://x.example/?q=a=b c'>q</a>");
@@ -87,6 +90,10 @@ describe("rendering", () => {
     expect(rejection({ html: "<body onload={{ subscriber.name }}>" }).message).toContain("event-handler attribute");
     expect(rejection({ html: "<script>var n = {{ subscriber.name }};</script>" }).message).toMatch(/inside <script>.* on line 1$/);
     expect(rejection({ html: "<SCRIPT type=x>{% echo subscriber.name %}</SCRIPT>" }).message).toContain("inside <script>");
+    // An attribute name Liquid writes could be a handler's.
+    expect(rejection({ html: '<a o{% if true %}n{% endif %}click="{{ subscriber.source }}">x</a>' }).message).toContain("whose name Liquid writes");
+    expect(rejection({ html: '<p data-{{ subscriber.source }}="{{ subscriber.name }}">x</p>' }).message).toContain("whose name Liquid writes");
+    expect(rejection({ html: '<a {% if true %}on{% endif %}click="{{ subscriber.source }}">x</a>' }).message).toContain("whose name Liquid writes");
     // After the script, and in a handler-looking name that is not an attribute, values are fine.
     expect(() => validateCampaignContent(content({ html: "<script>x()</script><p>{{ subscriber.name }}</p><p data-once=\"{{ subscriber.name }}\">t</p>" }))).not.toThrow();
   });
@@ -124,7 +131,8 @@ describe("rendering", () => {
     expect(at('<a href="&#10;{{ subscriber.location }}">x</a>', js)).toBe('<a href="&#10;#">x</a>');
     expect(at('<a title="t"href="{{ subscriber.location }}">x</a><a/href="{{ subscriber.location }}">y</a>', js)).toBe('<a title="t"href="#">x</a><a/href="#">y</a>');
     expect(at('<a {% if subscriber.name %}target="_blank" {% endif %}href="{{ subscriber.location }}">x</a>', js)).toBe('<a target="_blank" href="#">x</a>');
-    expect(at('<a {{ subscriber.email | remove: "bob@example.com" }}href="{{ subscriber.location }}">x</a>', js)).toBe('<a href="#">x</a>');
+    // A value glued to the attribute's name makes part of the name (`{{ v }}click=`): refused.
+    expect(rejection({ html: '<a {{ subscriber.email | remove: "bob@example.com" }}href="{{ subscriber.location }}">x</a>' }).message).toContain("whose name Liquid writes");
     // Text that never renders is no markup: a comment, a raw block, an untaken branch.
     expect(at('<a {% comment %}<b>{% endcomment %} href="{{ subscriber.location }}">x</a>', js)).toBe('<a  href="#">x</a>');
     expect(at('<a {% if false %}>{% endif %} href="{{ subscriber.location }}">x</a>', js)).toBe('<a  href="#">x</a>');

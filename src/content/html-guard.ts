@@ -159,7 +159,29 @@ export const TAG_WINDOW = 8 * 1024;
  * (`open`, or `beforeColon`: right before the template's own colon) and `unquoted` whether its value
  * has no quotes to stay inside; in an event handler's value (`handler`) or a script (`script`).
  */
-type Place = { url: "open" | "beforeColon" | null; unquoted: boolean } | "handler" | "script" | "far" | null;
+type Place =
+  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean }
+  | "handler"
+  | "liquidName"
+  | "script"
+  | "far"
+  | null;
+
+/** Tags that print nothing themselves (a branch, a loop, an assignment): `{% endif %}href=` names `href`. */
+const SILENT_TAGS = /^(?:\{%-?\s*(?!(?:echo|cycle|increment|decrement|liquid)\b)\w+[\s\S]*?-?%\})+$/;
+
+/**
+ * Whether Liquid writes part of the attribute name `name` (masked) found at `at` of `source`: Liquid
+ * inside it, or before it, unless what stands before it is only tags that print nothing.
+ */
+const liquidWritesName = (source: string, at: number, name: string): boolean => {
+  const literal = name.search(/[^\u0000]/);
+  if (literal === -1 || name.slice(literal).includes(UNKNOWN)) return true;
+  return !SILENT_TAGS.test(source.slice(at, at + literal));
+};
+
+/** The attribute whose value the markup ends in: its name (Liquid masked) and the value so far. */
+const ATTRIBUTE_VALUE = /([^\s"'=<>`/]+)\s*=\s*(?:"[^"]*|'[^']*|[^\s"'=<>`]*)$/;
 const outputPlace = (source: string, begin: number): Place => {
   const masking = maskedSource(source);
   const { masked, pieces, scripts } = masking;
@@ -184,19 +206,26 @@ const outputPlace = (source: string, begin: number): Place => {
   if (EVENT_HANDLER.test(tag)) return "handler";
   const scanned = scanTag(tag, 1, tag.length);
   const quoting = scanned.end !== -1 ? "text" : scanned.state === '"' || scanned.state === "'" ? "quoted" : "unquoted";
+  // A name Liquid writes (`o{% if a %}n{% endif %}click=`, `{{ v }}click=`) could be an event handler's.
+  if (quoting !== "text") {
+    const named = ATTRIBUTE_VALUE.exec(tag);
+    if (named?.[1]?.includes(UNKNOWN) && liquidWritesName(source, open + named.index, named[1])) return "liquidName";
+  }
   const unquoted = quoting === "unquoted";
+  // The whole of an unquoted value (`alt={{ v }} src=…`): empty, it would make the next attribute its value.
+  const end = piece?.end ?? begin;
+  const alone = unquoted && scanned.state === "afterEquals" && /^(?:[\s>/]|$)/.test(masked.slice(end, end + 1));
   const m = URL_ATTRIBUTE.exec(tag);
-  if (!m) return quoting === "text" ? null : { url: null, unquoted };
+  if (!m) return quoting === "text" ? null : { url: null, unquoted, alone };
   const value = m[2] ?? m[3] ?? m[4] ?? "";
   // A srcset is a list of URLs: each candidate after a comma starts one of its own.
   const sofar = m[1]?.toLowerCase() === "srcset" ? value.slice(value.lastIndexOf(",") + 1) : value;
   // The template's own text before any Liquid or entity in the value: only that can fix the scheme.
   const cut = sofar.search(/[\u0000&]/);
   const known = cut === -1 ? sofar : sofar.slice(0, cut);
-  if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return { url: null, unquoted };
+  if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return { url: null, unquoted, alone };
   // The template's own colon right after the value makes the value the scheme's name.
-  const end = piece?.end ?? begin;
-  return { url: COLON_NEXT.test(masked.slice(end, end + 64).replace(/\u0000+/, "")) ? "beforeColon" : "open", unquoted };
+  return { url: COLON_NEXT.test(masked.slice(end, end + 64).replace(/\u0000+/, "")) ? "beforeColon" : "open", unquoted, alone };
 };
 
 /**
@@ -225,14 +254,30 @@ function escapeSchemeName(this: FilterThis, value: unknown): string {
   return escapeOutput.call(this, /^[a-z][a-z0-9+.-]*$/.test(name) && !SAFE_SCHEMES.has(name) ? "#" : text);
 }
 
-/** An escaping for an unquoted attribute value: the same, and kept inside the value. */
-const unquotedVariant = (escape: typeof escapeOutput) =>
-  function (this: FilterThis, value: unknown): string {
+type Escape = typeof escapeOutput;
+const ESCAPES = new Set<unknown>([escapeOutput, escapeUrl, escapeSchemeName]);
+
+/**
+ * An escaping for an unquoted attribute value: the same, and kept inside the value; `alone`, for a
+ * value that is the attribute's whole value, also prints an empty one as `""` (nothing there would
+ * make the next attribute this one's value).
+ */
+const unquotedVariants = new Map<Escape, { inside: Escape; alone: Escape }>();
+for (const escape of [escapeOutput, escapeUrl, escapeSchemeName]) {
+  const inside = function (this: FilterThis, value: unknown): string {
     return keepInAttribute(escape.call(this, value));
   };
-const escapeAttribute = unquotedVariant(escapeOutput);
-const escapeUrlUnquoted = unquotedVariant(escapeUrl);
-const escapeSchemeNameUnquoted = unquotedVariant(escapeSchemeName);
+  const alone = function (this: FilterThis, value: unknown): string {
+    return inside.call(this, value) || '""';
+  };
+  unquotedVariants.set(escape, { inside, alone });
+  ESCAPES.add(inside);
+  ESCAPES.add(alone);
+}
+const unquotedOf = (escape: Escape, alone = false): Escape => {
+  const variants = unquotedVariants.get(escape) as { inside: Escape; alone: Escape };
+  return alone ? variants.alone : variants.inside;
+};
 
 /** A value the template prints where no escaping makes it safe: refused when the template is saved. */
 export class UnsafeOutputPlace extends Error {
@@ -246,18 +291,18 @@ const guardFor = (place: Place, line: () => number) => {
     throw new UnsafeOutputPlace(line(), "a value cannot be printed into an event-handler attribute (on…=): HTML escaping does not make it safe there, and mail clients remove them");
   }
   if (place === "script") {
-    throw new UnsafeOutputPlace(line(), "a value cannot be printed inside <script>: HTML escaping does not make it safe there, and mail clients remove scripts");
+    throw new UnsafeOutputPlace(line(), "a value cannot be printed inside <script>: HTML escaping does not make it safe (or correct, in JSON-LD) there");
+  }
+  if (place === "liquidName") {
+    throw new UnsafeOutputPlace(line(), "a value cannot be printed into an attribute whose name Liquid writes: it could be an event handler's; write the attribute's name as markup");
   }
   if (place === "far") {
     throw new UnsafeOutputPlace(line(), `a value cannot be printed more than ${TAG_WINDOW / 1024} KB into a tag (from its <): close the tag sooner`);
   }
   if (place === null) return escapeOutput;
-  if (place.url === "open") return place.unquoted ? escapeUrlUnquoted : escapeUrl;
-  if (place.url === "beforeColon") return place.unquoted ? escapeSchemeNameUnquoted : escapeSchemeName;
-  return place.unquoted ? escapeAttribute : escapeOutput;
+  const base = place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeOutput;
+  return place.unquoted ? unquotedOf(base, place.alone) : base;
 };
-
-const ESCAPES: ReadonlySet<unknown> = new Set([escapeOutput, escapeAttribute, escapeUrl, escapeUrlUnquoted, escapeSchemeName, escapeSchemeNameUnquoted]);
 
 /**
  * Gives every output of parsed html (`{{ … }}`, `{% echo %}`, `{% cycle %}`) the escaping its place

@@ -12,7 +12,7 @@ export const requiredBindings = {
   SEND_QUEUE: { for: "Queue producer (campaign sends)" },
   WEBHOOK_QUEUE: { for: "Queue producer (webhook deliveries)" },
   RATE_LIMITER: { for: "rate-limiting binding (per-credential limit)" },
-  PUBLIC_RATE_LIMITER: { for: "rate-limiting binding (per-IP limit of the unsubscribe pages)" },
+  PUBLIC_RATE_LIMITER: { for: "rate-limiting binding (per-IP limit of the unsubscribe pages and /health)" },
   RESEND_PACER: {
     for: "Durable Object namespace (ResendPacer: Resend's account-wide request rate)",
     when: (env) => Boolean(env.RESEND_API_KEY),
