@@ -190,6 +190,21 @@ describe("delivery", () => {
     expect(queue.messages.length).toBe(before);
   });
 
+  it("on a deployed service, an endpoint left at a local address (registered in development) is never called: its attempt ends failed", async () => {
+    const { received } = receiver();
+    const t = await tenant();
+    const local = await createEndpoint(t, { url: "http://127.0.0.1:9000/hook" });
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    const deployed = { PUBLIC_BASE_URL: "https://news.example.com" };
+    await consume(queue, [{ type: "dispatch", event_id: eventId }], deployed);
+    await consume(queue, queue.messages.map((m) => m.body), deployed);
+    expect(received).toHaveLength(0);
+    const [attempt] = (await t.call("GET", `${t.ws}/webhook_endpoints/${local.id}/attempts`)).body.data;
+    expect(attempt).toMatchObject({ status: "failed", last_status_code: null, next_attempt_at: null });
+    expect(attempt.last_error).toContain("on a deployed service");
+  });
+
   it("an event goes only to endpoints that list its type (or *), once per endpoint even when dispatched twice", async () => {
     receiver();
     const t = await tenant();

@@ -62,7 +62,7 @@ const endpointSnapshot = (at: number) =>
 type FakeMessage = { id: string; body: unknown; attempts: number; ack: ReturnType<typeof vi.fn>; retry: ReturnType<typeof vi.fn> };
 
 /** Runs the webhook consumer over `bodies` as one batch, with `queue` standing for the webhook queue. */
-export const consume = async (queue: CapturedQueue, bodies: unknown[]) => {
+export const consume = async (queue: CapturedQueue, bodies: unknown[], overrides: Partial<Env> = {}) => {
   const messages: FakeMessage[] = bodies.map((body, i) => ({
     id: `msg-${i}`,
     timestamp: new Date(),
@@ -72,7 +72,7 @@ export const consume = async (queue: CapturedQueue, bodies: unknown[]) => {
     retry: vi.fn(),
   }));
   const batch = { queue: WEBHOOK_QUEUE, messages, ackAll: vi.fn(), retryAll: vi.fn() } as unknown as MessageBatch<unknown>;
-  await handleWebhookBatch(batch, { ...env, WEBHOOK_QUEUE: queue.asBinding() });
+  await handleWebhookBatch(batch, { ...env, ...overrides, WEBHOOK_QUEUE: queue.asBinding() });
   return messages;
 };
 

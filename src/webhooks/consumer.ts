@@ -8,7 +8,9 @@ import {
   stopAttempt,
 } from "./attempts.repository";
 import { logError } from "../lib/log";
+import { publicBaseUrl } from "../sending/compose";
 import { postEvent } from "./delivery";
+import { isDevelopmentOrigin, nonPublicUrlProblem } from "./url-rules";
 import { WEBHOOK_DEAD_LETTER_QUEUE, WebhookMessage } from "./messages";
 
 
@@ -71,6 +73,13 @@ export const deliverTry = async (env: Env, attemptId: string, tryNumber: number)
       ? "The endpoint was deleted; nothing more is delivered to it"
       : "The endpoint was disabled; pending deliveries to it were stopped";
     await stopAttempt(env.DB, attemptId, reason, Date.now());
+    return;
+  }
+  // On a deployed service, an endpoint at a local or private address (registered under an earlier
+  // rule, or while the service ran as local development) is never called.
+  const problem = isDevelopmentOrigin(publicBaseUrl(env)) ? undefined : nonPublicUrlProblem(context.endpoint.url);
+  if (problem) {
+    await stopAttempt(env.DB, attemptId, `The endpoint's URL ${problem} on a deployed service; nothing is delivered to it`, Date.now());
     return;
   }
   const outcome = await postEvent(context, Date.now());
