@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
 import { sha256Hex } from "../src/lib/crypto";
+import { ASKS_PER_TRY } from "../src/sending/integrations/resend";
 import { createCredential, createWorkspace, expectError, tenant } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { createCampaign, createNewsletter, createSegment, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
@@ -321,7 +322,9 @@ describe("test send", () => {
     expectError(first, 503, "provider_unavailable");
     expect(first.body.error.type).toBe("api_error");
     expect(Number(first.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    // One try (its asks under the key), not a queue step's three: a person is waiting.
     expect(resend.calls.length).toBeGreaterThan(0);
+    expect(resend.calls.length).toBeLessThanOrEqual(ASKS_PER_TRY);
     resend.clearFaults();
     // The retry runs again (a 503 is not stored), with the same request under the same key: Resend
     // answers it from its record, and sends nothing again.

@@ -322,7 +322,7 @@ const sendBatch = async (config: Config, emails: OutboundEmail[], key: string, o
     lastError = answer.error;
     // A 429 holds every sender back, not only this one: the pacer starts no request before it ends.
     if (answer.status === 429) await config.pacer.pause(answer.retryAfterMs ?? 1000);
-    if (attempt >= TRIES_PER_STEP) return retryAll(answer.error, seconds(answer.retryAfterMs));
+    if (attempt >= (options.tries ?? TRIES_PER_STEP)) return retryAll(answer.error, seconds(answer.retryAfterMs));
     if (answer.status !== 429) await sleep(250 * 2 ** (attempt - 1));
   }
 };

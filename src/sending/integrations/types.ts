@@ -44,6 +44,11 @@ export type SendOptions = {
    * not mailed.
    */
   leftOut?: (deliveryIds: string[]) => Promise<Map<string, DeliveryError>>;
+  /**
+   * Tries before answering `retry` (each with its backoff and its own asks): a queue step takes
+   * several; a request a person waits for (a test send) one, so trouble answers in seconds.
+   */
+  tries?: number;
 };
 
 export interface Integration {
