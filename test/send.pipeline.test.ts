@@ -615,6 +615,64 @@ describe("consent at delivery time", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 3, failed: 0 } });
   });
 
+  it("one in a refused request, left out of the next (which Resend took), who comes back, is never added back under the key: mailed in a batch of their own", async () => {
+    const h = await harness("live");
+    const [away] = await seedSubscribers(h.t.workspace.id, 3);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out
+    // Every try of the first step is refused (500): nobody is mailed.
+    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "status" as const, status: 500, name: "internal_server_error" })));
+    await h.step();
+    expect(resend.received).toHaveLength(0);
+    // The first leaves; the next step's request (the two others) is taken, and its answers are lost.
+    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "unsubscribed" } })).status).toBe(200);
+    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })));
+    await h.step();
+    expect(resend.received.map((m) => m.to[0]).sort()).toEqual(["user1@example.com", "user2@example.com"]);
+    // They come back before the batch is asked again.
+    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "active" } })).status).toBe(200);
+    await h.drain();
+
+    expect(resend.calls.some((call) => call.status === 409)).toBe(false);
+    expect([...resend.copiesPerRecipient().entries()].sort()).toEqual([
+      ["user0@example.com", 1],
+      ["user1@example.com", 1],
+      ["user2@example.com", 1],
+    ]);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.find((d) => d.subscriber_id === away)).toMatchObject({ status: "sent", provider_message_id: expect.stringMatching(/^re_/) });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 3, failed: 0 } });
+  });
+
+  it("one left out of a later request than one Resend may have taken is never sent again: failed resend_outcome_unknown, no second copy", async () => {
+    const h = await harness("live");
+    const [away] = await seedSubscribers(h.t.workspace.id, 3);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out
+    // The first step's request (all three) is taken; its answers are lost.
+    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })));
+    await h.step();
+    // The first leaves: the next request (the two others) is refused, and the step's record is lost.
+    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "unsubscribed" } })).status).toBe(200);
+    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "status" as const, status: 500, name: "internal_server_error" })));
+    await h.step();
+    // They come back: which request Resend took is not known here any more (the first, with them).
+    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "active" } })).status).toBe(200);
+    await h.drain();
+
+    expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.find((d) => d.subscriber_id === away)).toMatchObject({ status: "failed", error: { code: "resend_outcome_unknown" } });
+    expect(deliveries.filter((d) => d.subscriber_id !== away).every((d) => d.status === "sent")).toBe(true);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
+  });
+
   it("never mails one who leaves, or changes address, while the batch waits for its provider slot (looked at again right before the request)", async () => {
     // A pacer that hands out a slot 400 ms away: the chunk is read and rendered, then waits.
     const pacer = {

@@ -238,6 +238,13 @@ export const deliveries = sqliteTable(
      * did not (the provider would take the key's first answer for them, and nobody would mail them).
      */
     asked: integer({ mode: "boolean" }).notNull().default(false),
+    /**
+     * Was in a request of its batch and left out of a later one (it left, or could not be rendered):
+     * it is never asked under that batch's key again. Had the provider accepted a request with it,
+     * a later one without it is answered as taken already (`invalid_idempotent_request`), and which
+     * request was taken is then unknown: such a row is never sent again (no second copy).
+     */
+    dropped: integer({ mode: "boolean" }).notNull().default(false),
     chunkEnd: text(),
     error: text({ mode: "json" }).$type<{ code: string; message: string }>(),
     createdAt: integer().notNull(),

@@ -168,8 +168,10 @@ export type QueuedDelivery = {
   sameAddress: boolean;
   /** The code of the error its last attempt recorded, if any. */
   lastError: string | null;
-  /** Whether it was in a provider request of its batch (deliveries.asked). */
+  /** In the latest provider request of its batch (deliveries.asked). */
   asked: boolean;
+  /** In an earlier request of its batch and left out of a later one (deliveries.dropped). */
+  dropped: boolean;
   fields: SubscriberFields;
 };
 
@@ -198,7 +200,7 @@ export const queuedChunk = async (
           WHERE campaign_id = ?1 AND subscriber_id > ?2 AND (?3 IS NULL OR subscriber_id <= ?3) AND status = 'queued'
           ORDER BY subscriber_id LIMIT 1
        )
-       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.asked, d.chunk_end, first.more,
+       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.asked, d.dropped, d.chunk_end, first.more,
               coalesce(s.status = 'active', 0) AS active, coalesce(lower(s.email) = lower(d.email), 0) AS same_address,
               json_extract(d.error, '$.code') AS last_error, s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
@@ -215,6 +217,7 @@ export const queuedChunk = async (
         email: string;
         attempts: number;
         asked: number;
+        dropped: number;
         chunk_end: string | null;
         more: number;
         active: number;
@@ -231,6 +234,7 @@ export const queuedChunk = async (
     sameAddress: r.same_address === 1,
     lastError: r.last_error,
     asked: r.asked === 1,
+    dropped: r.dropped === 1,
     fields: subscriberFields(r),
   }));
   const [first] = results;
@@ -240,14 +244,16 @@ export const queuedChunk = async (
 };
 
 /**
- * The last look before a batch request leaves, in one atomic batch: of the given deliveries (the
- * request's members), those whose subscriber may no longer be mailed at the delivery's address
- * (gone, no longer active, or at another address now), and every other one marked `asked`, as a
- * member of a request of its batch. One indexed read and one write of at most one chunk.
+ * The last look before a batch request leaves, in one atomic batch: of the request's members, those
+ * whose subscriber may no longer be mailed at the delivery's address (gone, no longer active, or at
+ * another address now); and the chunk's rows marked for it: every other member `asked` (in this,
+ * the batch's latest request), and a row that was in the previous request but is not in this one
+ * `dropped`. One indexed read and one write of at most one chunk.
  */
-export const lookBeforeRequest = async (d1: D1Database, deliveryIds: string[]): Promise<{ id: string; active: boolean }[]> => {
-  const ids = JSON.stringify(deliveryIds);
+export const lookBeforeRequest = async (d1: D1Database, memberIds: string[], chunkIds: string[]): Promise<{ id: string; active: boolean }[]> => {
+  const members = JSON.stringify(memberIds);
   const mailable = `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = deliveries.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(deliveries.email))`;
+  const inRequest = `(id IN (SELECT value FROM json_each(?1)) AND ${mailable})`;
   const [gone] = await d1.batch<{ id: string; active: number }>([
     d1
       .prepare(
@@ -256,8 +262,15 @@ export const lookBeforeRequest = async (d1: D1Database, deliveryIds: string[]): 
           WHERE d.id IN (SELECT value FROM json_each(?1))
             AND (s.id IS NULL OR s.status <> 'active' OR lower(s.email) <> lower(d.email))`,
       )
-      .bind(ids),
-    d1.prepare(`UPDATE deliveries SET asked = 1 WHERE id IN (SELECT value FROM json_each(?1)) AND asked = 0 AND ${mailable}`).bind(ids),
+      .bind(members),
+    // (Both columns are set from the row as it was: SQLite evaluates an UPDATE's expressions first.)
+    d1
+      .prepare(
+        `UPDATE deliveries SET asked = CASE WHEN ${inRequest} THEN 1 ELSE 0 END,
+                               dropped = CASE WHEN ${inRequest} THEN 0 WHEN asked = 1 THEN 1 ELSE dropped END
+          WHERE id IN (SELECT value FROM json_each(?2)) AND status = 'queued'`,
+      )
+      .bind(members, JSON.stringify(chunkIds)),
   ]);
   return (gone?.results ?? []).map((r) => ({ id: r.id, active: r.active === 1 }));
 };

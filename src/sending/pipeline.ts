@@ -208,6 +208,17 @@ const recipientInactive: DeliveryError = {
   message: "The subscriber was no longer active when the delivery's turn came; nothing was sent",
 };
 
+const batchDropped: DeliveryError = {
+  code: "batch_dropped",
+  message: "Left out of a later request of its batch than one it was in: it waits for what the provider answers",
+};
+
+const outcomeUnknown: DeliveryError = {
+  code: "resend_outcome_unknown",
+  message:
+    "It was in a request of its batch that Resend may have taken (its answer never came), and was left out of a later one: it is not sent again, so that nobody gets two copies",
+};
+
 const batchHeld: DeliveryError = {
   code: "batch_held",
   message: "Not in the requests already made for its batch: it is sent in a batch of its own once that one settles",
@@ -280,7 +291,9 @@ const deliver = async (
     else if (outcome.kind === "failed" || (givesUp && !held)) {
       // Attempted: handed to the integration (not skipped as inactive, moved, unrenderable or unconfigured).
       const attempted = integration !== undefined && costsAttempt && !LEFT_OUT.has(outcome.error.code);
-      results.failed.push({ id: row.id, error: outcome.error, attempted });
+      // A dropped row of a batch that gives up: any of its requests may have been taken.
+      const error = outcome.error.code === batchDropped.code ? outcomeUnknown : outcome.error;
+      results.failed.push({ id: row.id, error, attempted });
     } else {
       results.retry.push({ id: row.id, error: outcome.error, attempted: costsAttempt });
       retryAfter = Math.max(retryAfter, outcome.retryAfterSeconds ?? 0);
@@ -305,7 +318,7 @@ export const batchKey = async (operationId: string, deliveryIds: string[]): Prom
 };
 
 /** Errors recorded for a row that was left out of its batch's request (never handed over). */
-const LEFT_OUT = new Set([recipientInactive.code, recipientChanged.code, RENDER_FAILED]);
+const LEFT_OUT = new Set([recipientInactive.code, recipientChanged.code, RENDER_FAILED, outcomeUnknown.code]);
 
 /**
  * Renders the chunk's messages and hands the sendable ones to the integration as one batch. A row
@@ -316,6 +329,8 @@ const LEFT_OUT = new Set([recipientInactive.code, recipientChanged.code, RENDER_
  * accepted earlier (with them in it), they were mailed by that request, and are recorded as sent.
  */
 const handOver = async (d1: D1Database, integration: Integration, composer: Composer, operationId: string, rows: QueuedDelivery[]): Promise<SendOutcome[]> => {
+  // Once a request of the batch has left, its key stands for its members: the batch only ever asks
+  // for those (fewer, never more). Someone in none of them waits for a batch (and key) of their own.
   const frozen = rows.some((row) => row.asked);
   const local: (SendOutcome | OutboundEmail)[] = await Promise.all(
     rows.map(async (row): Promise<SendOutcome | OutboundEmail> => {
@@ -323,8 +338,9 @@ const handOver = async (d1: D1Database, integration: Integration, composer: Comp
       // an old address (the subscriber's is another now), with the new one's data.
       if (!row.active) return { kind: "failed", error: recipientInactive };
       if (!row.sameAddress) return { kind: "failed", error: recipientChanged };
-      // Once a request of the batch has left, its key stands for those members: someone who was in
-      // none of them waits for a batch (and key) of their own, after this one settles.
+      // Left out of a later request of the batch than one it was in: never asked under its key again
+      // (settled below, from what the provider answers).
+      if (frozen && row.dropped) return { kind: "retry", error: batchDropped, leftOut: true };
       if (frozen && !row.asked) return { kind: "retry", error: batchHeld, leftOut: true };
       try {
         return await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
@@ -337,16 +353,25 @@ const handOver = async (d1: D1Database, integration: Integration, composer: Comp
   const emails = local.filter((x): x is OutboundEmail => !("kind" in x));
   // Looked at again right before the request leaves (it may wait for the provider's rate first).
   // Marks the members that stay `asked` in the same batch.
+  const chunkIds = rows.map((row) => row.id);
   const leftOut = async (ids: string[]) =>
-    new Map((await lookBeforeRequest(d1, ids)).map((gone) => [gone.id, gone.active ? recipientChanged : recipientInactive] as const));
+    new Map((await lookBeforeRequest(d1, ids, chunkIds)).map((gone) => [gone.id, gone.active ? recipientChanged : recipientInactive] as const));
   const sent = emails.length === 0 ? [] : await integration.sendBatch(emails, await batchKey(operationId, rows.map((r) => r.id)), { leftOut });
   const pending = sent.find((o) => o.kind === "retry" || o.kind === "deferred");
   const acceptedEarlier = sent.some((o) => o.kind === "sent" && o.acceptedEarlier === true);
+  // This step's request was the one taken (a fresh answer, or its own replayed).
+  const acceptedNow = sent.some((o) => o.kind === "sent" && o.acceptedEarlier !== true);
   let next = 0;
   return local.map((x, i): SendOutcome => {
     // Skipped here, or left out of the request itself at the last look: the same rules.
     const outcome = "kind" in x ? x : (sent[next++] ?? { kind: "retry", error: noOutcome });
     if (!("kind" in x) && !(outcome.kind === "failed" && outcome.leftOut)) return outcome;
+    if (outcome.kind === "retry" && outcome.error.code === batchDropped.code && !pending) {
+      // The request taken was this step's, so not one it was in: it was never mailed, and waits for
+      // a batch of its own. Otherwise an earlier request was taken, one it may have been in: it is
+      // never sent again, rather than risk a second copy.
+      return acceptedNow && !acceptedEarlier ? { kind: "retry", error: batchHeld, leftOut: true } : { kind: "failed", error: outcomeUnknown, leftOut: true };
+    }
     // Never in a request: a retry of its batch costs it no attempt.
     if (outcome.kind === "retry") return { ...outcome, leftOut: true };
     if (pending?.kind === "deferred") return pending;
@@ -354,7 +379,7 @@ const handOver = async (d1: D1Database, integration: Integration, composer: Comp
     // In a request of an earlier step of the batch, and the provider says one of its requests was
     // accepted: recorded sent (had the accepted one been a later request without them, they were
     // left out of it for leaving; either way nobody mails them again).
-    if (acceptedEarlier && row?.asked) {
+    if (acceptedEarlier && row?.asked && !row.dropped) {
       return { kind: "sent", providerMessageId: null, acceptedEarlier: true };
     }
     return pending?.kind === "retry" && outcome.kind === "failed"

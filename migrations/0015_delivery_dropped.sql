@@ -1,0 +1,1 @@
+ALTER TABLE `deliveries` ADD `dropped` integer DEFAULT false NOT NULL;
