@@ -146,6 +146,27 @@ describe("a 429 holds back every sender", () => {
     expect(outcomes).toEqual([{ kind: "retry", error: expect.objectContaining({ code: expect.stringMatching(/500|server/) }), retryAfterSeconds: 60 }]);
   });
 
+  it("an earlier request taken (409): one left out only of the last request is sent, one left out sooner is outcome unknown, never sent", async () => {
+    const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: async () => true };
+    const resend = mockResend();
+    // Try 1 (all four) is refused; try 2 (without x) is taken, its answer lost; try 3 (without x and z) meets the key's first payload.
+    resend.inject({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1 }, { kind: "timeout" });
+    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
+    const email = (id: string) => ({ deliveryId: id, to: `${id}@example.com`, from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} });
+    const gone = { code: "recipient_inactive", message: "left" };
+    const looks = [new Map(), new Map([["x", gone]]), new Map([["x", gone], ["z", gone]])];
+    let look = 0;
+    const outcomes = await integration.sendBatch(["a", "x", "z", "b"].map(email), "key-left-sooner", { leftOut: async () => looks[look++] ?? new Map() });
+    expect(resend.calls.map((call) => call.status)).toEqual([429, "timeout", 409]);
+    expect(resend.received.map((m) => m.to[0]).sort()).toEqual(["a@example.com", "b@example.com", "z@example.com"]);
+    expect(outcomes).toEqual([
+      { kind: "sent", providerMessageId: null, acceptedEarlier: true },
+      { kind: "failed", error: expect.objectContaining({ code: "resend_outcome_unknown" }), leftOut: true },
+      { kind: "sent", providerMessageId: null, acceptedEarlier: true },
+      { kind: "sent", providerMessageId: null, acceptedEarlier: true },
+    ]);
+  });
+
   it("a slot handed out before a 429 and inside its Retry-After is given up for one after it", () => {
     const before = reserveSlot({ next: 0 }, 10_000, 2, 30_000);
     const held = reserveSlot(before.state, 10_000, 2, 30_000).reservation; // another sender's, at 10,560

@@ -5,7 +5,7 @@ import { newId } from "../lib/ids";
 import { signerFor } from "../lib/signing";
 import { type Composer, composeEmail, composerFor } from "./compose";
 import { resolveIntegration, isIntegrationSlug } from "./integrations";
-import type { DeliveryError, Integration, OutboundEmail, SendOutcome } from "./integrations/types";
+import { type DeliveryError, type Integration, type OutboundEmail, outcomeUnknown, type SendOutcome } from "./integrations/types";
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import {
   advanceFanout,
@@ -211,12 +211,6 @@ const recipientInactive: DeliveryError = {
 const batchDropped: DeliveryError = {
   code: "batch_dropped",
   message: "Left out of a later request of its batch than one it was in: it waits for what the provider answers",
-};
-
-const outcomeUnknown: DeliveryError = {
-  code: "resend_outcome_unknown",
-  message:
-    "It was in a request of its batch that Resend may have taken (its answer never came), and was left out of a later one: it is not sent again, so that nobody gets two copies",
 };
 
 const batchHeld: DeliveryError = {

@@ -1,5 +1,5 @@
 import { LEAD_MS, maxRps, type Pacer, pacerFor } from "../pacer";
-import type { DeliveryError, Integration, OutboundEmail, SendOptions, SendOutcome } from "./types";
+import { type DeliveryError, type Integration, type OutboundEmail, outcomeUnknown, type SendOptions, type SendOutcome } from "./types";
 
 // Resend's batch endpoint: up to 100 emails a request, every request through the account-wide pacer
 // (src/sending/pacer.ts). Permissive validation makes Resend send the valid emails of a batch and
@@ -205,7 +205,11 @@ const ask = async (config: Config, batch: BatchState, list: OutboundEmail[], key
   );
   if (deferred) return deferred;
   if (emails.length === 0) return { kind: "done", outcomes: list.map((email) => leftOutcome(batch, email)) };
-  for (const email of emails) batch.asked.add(email.deliveryId);
+  batch.requests++;
+  for (const email of emails) {
+    batch.asked.add(email.deliveryId);
+    batch.askedIn.set(email.deliveryId, (batch.askedIn.get(email.deliveryId) ?? 0) + 1);
+  }
   const reply = await askIn(config, emails, body, key, hedgeAfter);
   // Back to `list`'s order: the left-out ones in their places.
   if (reply.kind === "split") return { ...reply, index: list.indexOf(emails[reply.index] as OutboundEmail) };
@@ -262,7 +266,14 @@ const askIn = (config: Config, emails: OutboundEmail[], body: string, key: strin
  * One batch through its tries: who was left out of it at the last look before a request (and why),
  * and who was in a request of this step (the provider may have accepted them).
  */
-type BatchState = { leftOut?: SendOptions["leftOut"]; left: Map<string, DeliveryError>; asked: Set<string> };
+type BatchState = {
+  leftOut?: SendOptions["leftOut"];
+  left: Map<string, DeliveryError>;
+  asked: Set<string>;
+  /** Requests made in this step, and in how many of them each email was. */
+  requests: number;
+  askedIn: Map<string, number>;
+};
 
 /** A left-out email's outcome for now: failed, unless it was in an earlier request of this step (then as the batch's). */
 const leftOutcome = (batch: BatchState, email: OutboundEmail): SendOutcome => ({
@@ -291,7 +302,7 @@ const post = async (config: Config, batch: BatchState, emails: OutboundEmail[], 
  * `retry` with `leftOut` when it was never in a request (it costs no attempt).
  */
 const sendBatch = async (config: Config, emails: OutboundEmail[], key: string, options: SendOptions = {}): Promise<SendOutcome[]> => {
-  const batch: BatchState = { leftOut: options.leftOut, left: new Map(), asked: new Set() };
+  const batch: BatchState = { leftOut: options.leftOut, left: new Map(), asked: new Set(), requests: 0, askedIn: new Map() };
   /** Every email's outcome when the batch is to be asked again in a later step, after `error`. */
   const retryAll = (error: DeliveryError, retryAfterSeconds: number | undefined): SendOutcome[] =>
     emails.map((email) => {
@@ -305,11 +316,16 @@ const sendBatch = async (config: Config, emails: OutboundEmail[], key: string, o
     const answer = await post(config, batch, emails, key);
     if (answer.kind === "done") {
       const acceptedEarlier = answer.outcomes.some((o) => o.kind === "sent" && o.acceptedEarlier === true);
-      return answer.outcomes.map((outcome, i) =>
-        outcome.kind === "failed" && outcome.leftOut && acceptedEarlier && batch.asked.has(emails[i]?.deliveryId ?? "")
-          ? { kind: "sent", providerMessageId: null, acceptedEarlier: true }
-          : outcome,
-      );
+      if (!acceptedEarlier) return answer.outcomes;
+      // An earlier request was taken. One left out only of the last request was in every earlier one
+      // of this step: mailed. One left out sooner was in some and not others, and which was taken is
+      // not known (a request refused with a 429 and one whose answer was lost look alike by then).
+      return answer.outcomes.map((outcome, i): SendOutcome => {
+        if (!(outcome.kind === "failed" && outcome.leftOut)) return outcome;
+        const askedIn = batch.askedIn.get(emails[i]?.deliveryId ?? "") ?? 0;
+        if (askedIn === 0) return outcome;
+        return askedIn === batch.requests - 1 ? { kind: "sent", providerMessageId: null, acceptedEarlier: true } : { kind: "failed", error: outcomeUnknown, leftOut: true };
+      });
     }
     if (answer.kind === "deferred") {
       // No slot soon enough. Only when no request of this step has left is that "nothing attempted"

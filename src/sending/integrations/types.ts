@@ -14,6 +14,16 @@ export type OutboundEmail = {
 
 export type DeliveryError = { code: string; message: string };
 
+/**
+ * A delivery left out of a later request of its batch than one it was in, when the provider says an
+ * earlier request of the batch was taken and which one is not known: it is never sent again.
+ */
+export const outcomeUnknown: DeliveryError = {
+  code: "resend_outcome_unknown",
+  message:
+    "It was in a request of its batch that Resend may have taken (its answer never came), and was left out of a later one: it is not sent again, so that nobody gets two copies",
+};
+
 export type SendOutcome =
   /**
    * Accepted. `providerMessageId` null: the provider accepted the batch in an earlier request whose
