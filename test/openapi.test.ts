@@ -97,6 +97,18 @@ describe("GET /openapi.json", () => {
     expect(Object.keys(revoked.properties ?? {})).not.toContain("token");
   });
 
+  it("types responses as tightly as requests: Pagination's cursor is a string exactly when there is more, slugs and event types are enums", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const pagination = doc.components.schemas.Pagination;
+    const members = (pagination.anyOf ?? pagination.oneOf) as { properties: Record<string, { enum?: unknown[]; type?: unknown }> }[];
+    expect(members.map((m) => [m.properties.has_more?.enum, m.properties.next_cursor?.type])).toEqual([
+      [[true], "string"],
+      [[false], "null"],
+    ]);
+    expect(doc.components.schemas.Operation.properties.integration_slug.enum).toEqual(["sandbox", "resend"]);
+    expect(doc.components.schemas.WebhookEndpoint.properties.events.items.enum).toContain("*");
+  });
+
   it("shows a webhook secret example of the documented form: whsec_ and 32 bytes", async () => {
     const doc = (await call("GET", "/openapi.json")).body;
     const example: string = doc.components.schemas.WebhookEndpointWithSecret.properties.secret.example;

@@ -64,6 +64,12 @@ const resendSend = async (options: { recipients: number; faults?: Fault[]; field
   return { h, ids, resend, campaign, op };
 };
 
+/** The same fault for every try of one step. */
+const everyTry = (fault: Fault): Fault[] => Array.from({ length: TRIES_PER_STEP }, () => fault);
+
+const setStatus = async (t: Tenant, subscriberId: string | undefined, status: string) =>
+  expect((await t.call("PATCH", `${t.ws}/subscribers/${subscriberId}`, { body: { status } })).status).toBe(200);
+
 describe("delivery through Resend (live credential, mocked provider)", () => {
   it("sends every subscriber exactly the message its preview shows (one rendering path)", async () => {
     const h = await harness("live");
@@ -130,7 +136,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
   });
 
   it("waits out a 429's Retry-After (every sender paused), then retries the message under the same key", async () => {
-    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "status" as const, status: 429, name: "rate_limit_exceeded", retryAfter: 1 })) });
+    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: everyTry({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1 }) });
 
     await h.step(); // start
     await h.step(); // fan-out
@@ -197,7 +203,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
 
 describe("crashes and redelivery", () => {
   it("a batch that keeps failing to connect is retried by its message under the same key: nobody twice, nobody lost", async () => {
-    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 100, faults: Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "network" as const })) });
+    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 100, faults: everyTry({ kind: "network" }) });
     await h.drain();
 
     const deliveries = await allDeliveries(h.t, campaign.id);
@@ -246,7 +252,7 @@ describe("crashes and redelivery", () => {
 
   it("a batch accepted in a request whose answer was lost, retried after a recipient left: recorded sent (it was), nobody mailed twice", async () => {
     // Every try of the first message times out after Resend accepted the batch (the first try).
-    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 5, faults: Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })) });
+    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 5, faults: everyTry({ kind: "timeout" }) });
     await h.step(); // start
     await h.step(); // fan-out
     const first = await h.step(); // the chunk: accepted, but no answer came back
@@ -280,7 +286,7 @@ describe("crashes and redelivery", () => {
     await h.step(); // fan-out: 250 deliveries queued, in chunks of 100, 25, 100, 25
     expect(h.queue.messages.filter((m) => (m.body as { type: string }).type === "deliver")).toHaveLength(4);
     // The first chunk is sent; the second is accepted by Resend, but every answer is lost.
-    resend.inject({ kind: "ok" }, ...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })));
+    resend.inject({ kind: "ok" }, ...everyTry({ kind: "timeout" }));
     const [firstChunk, secondChunk] = h.queue.messages.splice(0, 2);
     h.queue.messages = [firstChunk, secondChunk].filter((m) => m !== undefined);
     await h.step();
@@ -581,22 +587,18 @@ describe("consent at delivery time", () => {
   });
 
   it("one left out of a request that Resend took, who comes back before the retry, is mailed in a batch of their own, never recorded sent unmailed", async () => {
-    const h = await harness("live");
-    const ids = await seedSubscribers(h.t.workspace.id, 3);
-    const resend = mockResend();
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 3 });
     await h.step(); // start
     await h.step(); // fan-out: three deliveries queued
     const [away] = ids;
-    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "unsubscribed" } })).status).toBe(200);
+    await setStatus(h.t, away, "unsubscribed");
     // Resend takes the request (the two others), and every answer is lost.
-    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })));
+    resend.inject(...everyTry({ kind: "timeout" }));
     await h.step();
     expect(resend.received.map((m) => m.to[0]).sort()).toEqual(["user1@example.com", "user2@example.com"]);
     // The step's record is lost too (a crash before it was written): only what left before the request stays.
     await env.DB.prepare("UPDATE deliveries SET attempts = 0, error = NULL WHERE campaign_id = ?").bind(campaign.id).run();
-    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "active" } })).status).toBe(200);
+    await setStatus(h.t, away, "active");
     await h.drain();
 
     // The retry asked under the batch's key with the same two (answered from Resend's record); the
@@ -616,24 +618,21 @@ describe("consent at delivery time", () => {
   });
 
   it("one in a refused request, left out of the next (which Resend took), who comes back, is never added back under the key: mailed in a batch of their own", async () => {
-    const h = await harness("live");
-    const [away] = await seedSubscribers(h.t.workspace.id, 3);
-    const resend = mockResend();
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 3 });
+    const [away] = ids;
     await h.step(); // start
     await h.step(); // fan-out
     // Every try of the first step is refused (500): nobody is mailed.
-    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "status" as const, status: 500, name: "internal_server_error" })));
+    resend.inject(...everyTry({ kind: "status", status: 500, name: "internal_server_error" }));
     await h.step();
     expect(resend.received).toHaveLength(0);
     // The first leaves; the next step's request (the two others) is taken, and its answers are lost.
-    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "unsubscribed" } })).status).toBe(200);
-    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })));
+    await setStatus(h.t, away, "unsubscribed");
+    resend.inject(...everyTry({ kind: "timeout" }));
     await h.step();
     expect(resend.received.map((m) => m.to[0]).sort()).toEqual(["user1@example.com", "user2@example.com"]);
     // They come back before the batch is asked again.
-    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "active" } })).status).toBe(200);
+    await setStatus(h.t, away, "active");
     await h.drain();
 
     expect(resend.calls.some((call) => call.status === 409)).toBe(false);
@@ -648,22 +647,19 @@ describe("consent at delivery time", () => {
   });
 
   it("one left out of a later request than one Resend may have taken is never sent again: failed resend_outcome_unknown, no second copy", async () => {
-    const h = await harness("live");
-    const [away] = await seedSubscribers(h.t.workspace.id, 3);
-    const resend = mockResend();
-    const campaign = await createCampaign(h.t);
-    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    const { h, ids, resend, campaign, op } = await resendSend({ recipients: 3 });
+    const [away] = ids;
     await h.step(); // start
     await h.step(); // fan-out
     // The first step's request (all three) is taken; its answers are lost.
-    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "timeout" as const })));
+    resend.inject(...everyTry({ kind: "timeout" }));
     await h.step();
-    // The first leaves: the next request (the two others) is refused, and the step's record is lost.
-    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "unsubscribed" } })).status).toBe(200);
-    resend.inject(...Array.from({ length: TRIES_PER_STEP }, () => ({ kind: "status" as const, status: 500, name: "internal_server_error" })));
+    // The first leaves: the next request (the two others) is refused.
+    await setStatus(h.t, away, "unsubscribed");
+    resend.inject(...everyTry({ kind: "status", status: 500, name: "internal_server_error" }));
     await h.step();
     // They come back: which request Resend took is not known here any more (the first, with them).
-    expect((await h.t.call("PATCH", `${h.t.ws}/subscribers/${away}`, { body: { status: "active" } })).status).toBe(200);
+    await setStatus(h.t, away, "active");
     await h.drain();
 
     expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);

@@ -64,7 +64,6 @@ export const adminRouter = createRouter()
     const { credential_id } = c.req.valid("param");
     const row = await revokeCredential(c.var.db, credential_id, Date.now());
     if (!row) throw notFound("credential", credential_id);
-    const { rewrite } = await tombstoneCredential(row);
-    c.executionCtx.waitUntil(rewrite);
+    await tombstoneCredential(row, (later) => c.executionCtx.waitUntil(later));
     return c.json(envelope(serializeCredential(row)), 200);
   });

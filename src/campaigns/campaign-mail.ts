@@ -5,6 +5,7 @@ import { sha256Hex } from "../lib/crypto";
 import { idPrefixes, newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
+import type { SendOutcome } from "../sending/integrations/types";
 import { chooseIntegration } from "../sending/producer";
 import { loadMessageContext } from "../sending/send.repository";
 import { findSubscriber } from "../subscribers/subscribers.repository";
@@ -87,8 +88,8 @@ export const testSend = async (
   const outcomes = await integration.sendBatch(emails, providerKey, { tries: 1 });
   // Not taken yet (rate limited, provider trouble, no answer): not an outcome to report, or to store
   // under the Idempotency-Key; the client's retry asks again.
-  const pending = outcomes.find((outcome) => outcome.kind === "retry" || outcome.kind === "deferred");
-  if (pending && (pending.kind === "retry" || pending.kind === "deferred")) {
+  const pending = outcomes.find((outcome): outcome is Exclude<SendOutcome, { kind: "sent" | "failed" }> => outcome.kind === "retry" || outcome.kind === "deferred");
+  if (pending) {
     const wait = Math.max(1, Math.ceil(pending.retryAfterSeconds ?? 5));
     throw new ApiError(
       "provider_unavailable",

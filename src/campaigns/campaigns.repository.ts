@@ -110,7 +110,7 @@ export const updateCampaignStatements = (db: Db, workspaceId: string, id: string
 };
 
 /** The error a send canceled before it started ends with. */
-export const SEND_UNSCHEDULED = { code: "send_unscheduled", message: "The scheduled send was canceled before it started" } as const;
+const SEND_UNSCHEDULED = { code: "send_unscheduled", message: "The scheduled send was canceled before it started" } as const;
 
 /**
  * Unscheduling, decisive statement last: the scheduled campaign's queued send ends `failed`, then the

@@ -90,9 +90,6 @@ const pieceAt = (pieces: Range[], at: number) => {
   return undefined;
 };
 
-/** An event-handler attribute (`onclick=`, `onload=`) whose value the output is printed into. */
-const EVENT_HANDLER = /[\s"'/\u0000]on[a-z]+\s*=\s*(?:"[^"]*|'[^']*|[^\s"'=<>`]*)$/i;
-
 type ScanState = "name" | "afterEquals" | "unquoted" | '"' | "'";
 
 /**
@@ -203,14 +200,14 @@ const outputPlace = (source: string, begin: number): Place => {
   // Still inside the tag: no `>` but in the quoted values of earlier attributes. With Liquid inside
   // the tag, a `>` may be one that never renders (an untaken branch): then the tag is read on.
   if (tag.replace(/"[^"]*"|'[^']*'/g, "").includes(">") && !tag.includes(UNKNOWN)) return null;
-  if (EVENT_HANDLER.test(tag)) return "handler";
+  // The attribute whose value this is: an event handler's (`onclick=`, after any Liquid glued before
+  // it), or one whose name Liquid writes (`o{% if a %}n{% endif %}click=`, `{{ v }}click=`).
+  const named = ATTRIBUTE_VALUE.exec(tag);
+  const name = named?.[1] ?? "";
+  if (/^on[a-z]+$/i.test(name.slice(name.lastIndexOf(UNKNOWN) + 1))) return "handler";
   const scanned = scanTag(tag, 1, tag.length);
   const quoting = scanned.end !== -1 ? "text" : scanned.state === '"' || scanned.state === "'" ? "quoted" : "unquoted";
-  // A name Liquid writes (`o{% if a %}n{% endif %}click=`, `{{ v }}click=`) could be an event handler's.
-  if (quoting !== "text") {
-    const named = ATTRIBUTE_VALUE.exec(tag);
-    if (named?.[1]?.includes(UNKNOWN) && liquidWritesName(source, open + named.index, named[1])) return "liquidName";
-  }
+  if (quoting !== "text" && named && name.includes(UNKNOWN) && liquidWritesName(source, open + named.index, name)) return "liquidName";
   const unquoted = quoting === "unquoted";
   // The whole of an unquoted value (`alt={{ v }} src=…`): empty, it would make the next attribute its value.
   const end = piece?.end ?? begin;

@@ -31,9 +31,8 @@ export const rememberCredential = async (row: CredentialRow): Promise<void> => {
   await put(row);
 };
 
-/** Caches the revoked row now, and again a moment later (run the returned promise in waitUntil). */
-export const tombstoneCredential = async (row: CredentialRow): Promise<{ rewrite: Promise<void> }> => {
+/** Caches the revoked row now, and again a moment later, after the answer (`waitUntil`). */
+export const tombstoneCredential = async (row: CredentialRow, waitUntil: (later: Promise<unknown>) => void): Promise<void> => {
   await put(row);
-  const rewrite = new Promise((resolve) => setTimeout(resolve, TOMBSTONE_REWRITE_MS)).then(() => put(row));
-  return { rewrite };
+  waitUntil(new Promise((resolve) => setTimeout(resolve, TOMBSTONE_REWRITE_MS)).then(() => put(row)));
 };

@@ -17,7 +17,6 @@ export const clientIp = (c: Context<AppEnv>): string => c.req.header("cf-connect
 export const publicLimitWait = async (c: Context<AppEnv>, kind: "u" | "health"): Promise<number | undefined> => {
   const limiter = c.env.PUBLIC_RATE_LIMITER as RateLimit | undefined;
   if (!limiter) return undefined;
-  // The unsubscribe pages keep the key they always had.
-  const { success } = await limiter.limit({ key: kind === "u" ? `ip:${clientIp(c)}` : `${kind}:${clientIp(c)}` });
+  const { success } = await limiter.limit({ key: `${kind}:${clientIp(c)}` });
   return success ? undefined : secondsLeftInWindow(Number(c.env.PUBLIC_RATE_LIMIT_PERIOD) || 60, Date.now());
 };

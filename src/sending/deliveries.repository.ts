@@ -166,8 +166,6 @@ export type QueuedDelivery = {
   active: boolean;
   /** Whether the subscriber's address is still the delivery's (a change of case aside). */
   sameAddress: boolean;
-  /** The code of the error its last attempt recorded, if any. */
-  lastError: string | null;
   /** In the latest provider request of its batch (deliveries.asked). */
   asked: boolean;
   /** In an earlier request of its batch and left out of a later one (deliveries.dropped). */
@@ -202,7 +200,7 @@ export const queuedChunk = async (
        )
        SELECT d.id, d.subscriber_id, d.email, d.attempts, d.asked, d.dropped, d.chunk_end, first.more,
               coalesce(s.status = 'active', 0) AS active, coalesce(lower(s.email) = lower(d.email), 0) AS same_address,
-              json_extract(d.error, '$.code') AS last_error, s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
+              s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
         WHERE d.campaign_id = ?1 AND d.subscriber_id >= first.subscriber_id AND d.status = 'queued'
           AND (CASE WHEN first.chunk_end IS NOT NULL THEN d.subscriber_id <= first.chunk_end AND d.chunk_end = first.chunk_end
@@ -222,7 +220,6 @@ export const queuedChunk = async (
         more: number;
         active: number;
         same_address: number;
-        last_error: string | null;
       } & SubscriberFieldsRow
     >();
   const rows = results.map((r) => ({
@@ -232,7 +229,6 @@ export const queuedChunk = async (
     attempts: r.attempts,
     active: r.active === 1,
     sameAddress: r.same_address === 1,
-    lastError: r.last_error,
     asked: r.asked === 1,
     dropped: r.dropped === 1,
     fields: subscriberFields(r),
@@ -252,15 +248,16 @@ export const queuedChunk = async (
  */
 export const lookBeforeRequest = async (d1: D1Database, memberIds: string[], chunkIds: string[]): Promise<{ id: string; active: boolean }[]> => {
   const members = JSON.stringify(memberIds);
-  const mailable = `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = deliveries.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(deliveries.email))`;
-  const inRequest = `(id IN (SELECT value FROM json_each(?1)) AND ${mailable})`;
+  // One condition for both statements, so a row is never both "gone" and marked a member.
+  const mailable = (d: string) =>
+    `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = ${d}.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(${d}.email))`;
+  const inRequest = `(id IN (SELECT value FROM json_each(?1)) AND ${mailable("deliveries")})`;
   const [gone] = await d1.batch<{ id: string; active: number }>([
     d1
       .prepare(
-        `SELECT d.id, coalesce(s.status = 'active', 0) AS active
-           FROM deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
-          WHERE d.id IN (SELECT value FROM json_each(?1))
-            AND (s.id IS NULL OR s.status <> 'active' OR lower(s.email) <> lower(d.email))`,
+        `SELECT d.id, coalesce((SELECT s.status = 'active' FROM subscribers s WHERE s.id = d.subscriber_id), 0) AS active
+           FROM deliveries d
+          WHERE d.id IN (SELECT value FROM json_each(?1)) AND NOT ${mailable("d")}`,
       )
       .bind(members),
     // (Both columns are set from the row as it was: SQLite evaluates an UPDATE's expressions first.)

@@ -373,7 +373,7 @@ const handOver = async (d1: D1Database, integration: Integration, composer: Comp
     // In a request of an earlier step of the batch, and the provider says one of its requests was
     // accepted: recorded sent (had the accepted one been a later request without them, they were
     // left out of it for leaving; either way nobody mails them again).
-    if (acceptedEarlier && row?.asked && !row.dropped) {
+    if (acceptedEarlier && row?.asked) {
       return { kind: "sent", providerMessageId: null, acceptedEarlier: true };
     }
     return pending?.kind === "retry" && outcome.kind === "failed"

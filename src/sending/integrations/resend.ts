@@ -206,10 +206,7 @@ const ask = async (config: Config, batch: BatchState, list: OutboundEmail[], key
   if (deferred) return deferred;
   if (emails.length === 0) return { kind: "done", outcomes: list.map((email) => leftOutcome(batch, email)) };
   batch.requests++;
-  for (const email of emails) {
-    batch.asked.add(email.deliveryId);
-    batch.askedIn.set(email.deliveryId, (batch.askedIn.get(email.deliveryId) ?? 0) + 1);
-  }
+  for (const email of emails) batch.askedIn.set(email.deliveryId, (batch.askedIn.get(email.deliveryId) ?? 0) + 1);
   const reply = await askIn(config, emails, body, key, hedgeAfter);
   // Back to `list`'s order: the left-out ones in their places.
   if (reply.kind === "split") return { ...reply, index: list.indexOf(emails[reply.index] as OutboundEmail) };
@@ -269,8 +266,7 @@ const askIn = (config: Config, emails: OutboundEmail[], body: string, key: strin
 type BatchState = {
   leftOut?: SendOptions["leftOut"];
   left: Map<string, DeliveryError>;
-  asked: Set<string>;
-  /** Requests made in this step, and in how many of them each email was. */
+  /** Requests made in this step, and in how many of them each email was (those in none: absent). */
   requests: number;
   askedIn: Map<string, number>;
 };
@@ -302,12 +298,12 @@ const post = async (config: Config, batch: BatchState, emails: OutboundEmail[], 
  * `retry` with `leftOut` when it was never in a request (it costs no attempt).
  */
 const sendBatch = async (config: Config, emails: OutboundEmail[], key: string, options: SendOptions = {}): Promise<SendOutcome[]> => {
-  const batch: BatchState = { leftOut: options.leftOut, left: new Map(), asked: new Set(), requests: 0, askedIn: new Map() };
+  const batch: BatchState = { leftOut: options.leftOut, left: new Map(), requests: 0, askedIn: new Map() };
   /** Every email's outcome when the batch is to be asked again in a later step, after `error`. */
   const retryAll = (error: DeliveryError, retryAfterSeconds: number | undefined): SendOutcome[] =>
     emails.map((email) => {
       const left = batch.left.get(email.deliveryId);
-      return left && !batch.asked.has(email.deliveryId)
+      return left && !batch.askedIn.has(email.deliveryId)
         ? { kind: "retry", error: left, retryAfterSeconds, leftOut: true }
         : { kind: "retry", error, retryAfterSeconds };
     });
@@ -332,7 +328,7 @@ const sendBatch = async (config: Config, emails: OutboundEmail[], key: string, o
       // (deferred, no attempt counted); after one (a 429 or 5xx that then left no slot in reach), the
       // step made a try that counts, with that request's error.
       const deferred = deferredOutcome(answer);
-      if (batch.asked.size === 0) return emails.map(() => deferred);
+      if (batch.requests === 0) return emails.map(() => deferred);
       return retryAll(lastError ?? answer.error, deferred.retryAfterSeconds);
     }
     lastError = answer.error;
