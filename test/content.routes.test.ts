@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
 import { sha256Hex } from "../src/lib/crypto";
-import { ASKS_PER_TRY } from "../src/sending/integrations/resend";
+import { ASKS_PER_TRY } from "../src/sending/integrations/resend-requests";
 import { createCredential, createWorkspace, expectError, tenant } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { createCampaign, createNewsletter, createSegment, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";

@@ -2,8 +2,10 @@ import { createExecutionContext, createMessageBatch, createScheduledController, 
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE, MAX_DELIVERY_ATTEMPTS } from "../src/sending/pipeline";
-import { HEDGE_AFTER_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
+import { MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
+import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE } from "../src/sending/fanout";
+import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
+import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
 import { expectError, seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, createNewsletter, createSegment, type Tenant } from "./send.fixtures";
@@ -188,16 +190,15 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
   });
 
-  it("a strict 4xx naming one message fails that delivery only and sends the others as their own batch", async () => {
-    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: [{ kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" }], fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }) });
+  it("a request Resend refuses for good (a 4xx) fails the deliveries in it with Resend's reason: no other key is tried, nobody is mailed", async () => {
+    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: [{ kind: "status", status: 422, name: "validation_error", message: "Invalid `from` field" }] });
     await h.drain();
 
-    expect(resend.calls).toHaveLength(2);
-    expect(resend.calls[1]?.key).toBe(`${resend.calls[0]?.key}~1`);
-    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
-    const bad = (await allDeliveries(h.t, campaign.id)).find((d) => d.email === "bad@invalid.example");
-    expect(bad).toMatchObject({ status: "failed", attempts: 1, error: { code: "resend_validation_error" } });
-    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
+    expect(resend.calls).toHaveLength(1);
+    expect(resend.received).toHaveLength(0);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.every((d) => d.status === "failed" && d.attempts === 1 && d.error?.code === "resend_validation_error")).toBe(true);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 3, delivered: 0, failed: 3 } });
   });
 });
 
@@ -369,7 +370,7 @@ describe("crashes and redelivery", () => {
   it("a chunk with no provider slot soon enough waits as a fresh message: no request, no attempt spent, no retry of the message", async () => {
     // Every slot is taken for the next minute (other sends of the account).
     const busy = { at: Date.now() + 60_000, waitMs: 60_000, granted: false };
-    const pacer = { reserve: async () => busy, pause: async () => undefined, confirm: async () => true };
+    const pacer = { reserve: async () => busy, pause: async () => undefined, confirm: async () => true, restart: async () => true };
     const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
     await seedSubscribers(h.t.workspace.id, 3);
     const resend = mockResend();
@@ -646,7 +647,12 @@ describe("consent at delivery time", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 3, failed: 0 } });
   });
 
-  it("one left out of a later request than one Resend may have taken is never sent again: failed resend_outcome_unknown, no second copy", async () => {
+  it.each([
+    // Which request Resend took is not known here any more (the first, with them).
+    ["comes back", "active"],
+    // Their leaving says nothing of the request they were in: not "recipient_inactive, nothing was sent".
+    ["stays away", "unsubscribed"],
+  ])("one left out of a later request than one Resend may have taken, who %s, is never sent again: failed outcome_unknown, no second copy", async (_, status) => {
     const { h, ids, resend, campaign, op } = await resendSend({ recipients: 3 });
     const [away] = ids;
     await h.step(); // start
@@ -658,15 +664,60 @@ describe("consent at delivery time", () => {
     await setStatus(h.t, away, "unsubscribed");
     resend.inject(...everyTry({ kind: "status", status: 500, name: "internal_server_error" }));
     await h.step();
-    // They come back: which request Resend took is not known here any more (the first, with them).
-    await setStatus(h.t, away, "active");
+    await setStatus(h.t, away, status);
     await h.drain();
 
+    expect(resend.calls.at(-1)?.status).toBe(409);
     expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
     const deliveries = await allDeliveries(h.t, campaign.id);
-    expect(deliveries.find((d) => d.subscriber_id === away)).toMatchObject({ status: "failed", error: { code: "resend_outcome_unknown" } });
+    expect(deliveries.find((d) => d.subscriber_id === away)).toMatchObject({ status: "failed", error: { code: "outcome_unknown" } });
     expect(deliveries.filter((d) => d.subscriber_id !== away).every((d) => d.status === "sent")).toBe(true);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
+  });
+
+  it("one in earlier steps' refused requests only, left out of two requests of a later step, is never recorded sent: outcome_unknown; one left out of the last alone was mailed", async () => {
+    let reserves = 0;
+    let onReserve: (n: number) => Promise<void> = async () => {};
+    const pacer = {
+      reserve: async () => {
+        await onReserve(++reserves);
+        return { at: Date.now(), waitMs: 0, granted: true };
+      },
+      pause: async () => undefined,
+      confirm: async () => true,
+      restart: async () => true,
+    };
+    const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
+    const [a = "", x = "", z = "", b = ""] = await seedSubscribers(h.t.workspace.id, 4);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out
+    // Step 1: every request (all four) is refused: nobody is mailed.
+    resend.inject(...everyTry({ kind: "status", status: 500, name: "internal_server_error" }));
+    await h.step();
+    expect(resend.received).toHaveLength(0);
+    // x leaves. Step 2: the request without x is taken (its answer lost); z leaves before the next
+    // request, which Resend refuses as the key's other content.
+    await setStatus(h.t, x, "unsubscribed");
+    const before = reserves;
+    onReserve = async (n) => {
+      if (n === before + 2) await setStatus(h.t, z, "unsubscribed");
+    };
+    resend.inject({ kind: "timeout" });
+    await h.drain();
+
+    expect(resend.calls.slice(-2).map((call) => call.status)).toEqual(["timeout", 409]);
+    expect(resend.received.map((m) => m.to[0]).sort()).toEqual(["user0@example.com", "user2@example.com", "user3@example.com"]);
+    const deliveries = new Map((await allDeliveries(h.t, campaign.id)).map((d) => [d.subscriber_id, d]));
+    expect(deliveries.get(a)?.status).toBe("sent");
+    expect(deliveries.get(b)?.status).toBe("sent");
+    // z was in the request taken (left out of the last alone): mailed, recorded sent.
+    expect(deliveries.get(z)?.status).toBe("sent");
+    // x was never mailed; which request Resend took is unknown here, so it is never sent again.
+    expect(deliveries.get(x)).toMatchObject({ status: "failed", error: { code: "outcome_unknown" } });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 4, delivered: 3, failed: 1 } });
   });
 
   it("never mails one who leaves, or changes address, while the batch waits for its provider slot (looked at again right before the request)", async () => {
@@ -675,6 +726,7 @@ describe("consent at delivery time", () => {
       reserve: async () => ({ at: Date.now() + 400, waitMs: 400, granted: true }),
       pause: async () => undefined,
       confirm: async () => true,
+      restart: async () => true,
     };
     const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
     const ids = await seedSubscribers(h.t.workspace.id, 5);
@@ -705,6 +757,7 @@ describe("consent at delivery time", () => {
       reserve: async () => ({ at: Date.now() + (++slots === 1 ? 60 : 400), waitMs: 400, granted: true }),
       pause: async () => undefined,
       confirm: async () => true,
+      restart: async () => true,
     };
     const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
     const ids = await seedSubscribers(h.t.workspace.id, 4);
@@ -772,6 +825,30 @@ describe("queue edges", () => {
     expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("failed");
   });
 
+  it("a send dead-lettered mid-delivery leaves no delivery queued: one in a request Resend may have taken ends outcome_unknown, one never asked send_step_exhausted", async () => {
+    const { h, campaign, op, resend } = await resendSend({ recipients: 150 });
+    await h.step(); // start
+    await h.step(); // fan-out: chunks of 100 and 50
+    const [firstChunk, secondChunk] = h.queue.messages.splice(0, 2);
+    h.queue.messages = firstChunk ? [firstChunk] : [];
+    // The first chunk's requests time out (Resend may have taken one); the second is never handled.
+    resend.inject(...everyTry({ kind: "timeout" }));
+    await h.step();
+    const [retried] = h.queue.messages.splice(0, 1);
+    expect(secondChunk).toBeDefined();
+    h.queue.messages.push({ body: retried?.body, attempts: 11 });
+    await h.step("newsletter-send-dlq");
+
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.filter((d) => d.status === "queued")).toEqual([]);
+    const codes = new Map<string, number>();
+    for (const d of deliveries) codes.set(String(d.error?.code), (codes.get(String(d.error?.code)) ?? 0) + 1);
+    expect(Object.fromEntries(codes)).toEqual({ outcome_unknown: 100, send_step_exhausted: 50 });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 150, delivered: 0, failed: 150 } });
+    const stats = (await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}/stats`)).body.data;
+    expect(stats).toMatchObject({ queued: 0, failed: 150 });
+  });
+
   it("retries a step that throws, with exponential backoff", async () => {
     const h = await harness("test");
     const campaign = await createCampaign(h.t);
@@ -790,7 +867,7 @@ describe("scheduling and the sweeper", () => {
   it("a send only waiting for a provider slot is not taken for a stalled one: the sweeper adds no second delivery chain", async () => {
     // A pacer with no slot in reach, as under a long backlog of other sends.
     const far = { at: Date.now() + 60_000, waitMs: 60_000, granted: false };
-    const pacer = { reserve: async () => far, pause: async () => {}, confirm: async () => true };
+    const pacer = { reserve: async () => far, pause: async () => {}, confirm: async () => true, restart: async () => true };
     const namespace = { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"];
     const h = await harness("live", { RESEND_PACER: namespace });
     await seedSubscribers(h.t.workspace.id, 3);

@@ -6,7 +6,7 @@ import type { AppEnv } from "../../src/lib/types";
 import { requestContext } from "../../src/middleware/request-context";
 import { deliveryInsertStatements } from "../../src/sending/deliveries.repository";
 import { sandboxIntegration } from "../../src/sending/integrations/sandbox";
-import { FANOUT_WINDOW } from "../../src/sending/pipeline";
+import { FANOUT_WINDOW } from "../../src/sending/fanout";
 import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./statements";
 import { composeEmail, composerFor } from "../../src/sending/compose";
 import { BENCH_TEMPLATE } from "./bench.content";

@@ -5,7 +5,7 @@ import { sha256Hex } from "../lib/crypto";
 import { idPrefixes, newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
-import type { SendOutcome } from "../sending/integrations/types";
+import { noOutcome } from "../sending/integrations/types";
 import { chooseIntegration } from "../sending/producer";
 import { loadMessageContext } from "../sending/send.repository";
 import { findSubscriber } from "../subscribers/subscribers.repository";
@@ -85,23 +85,24 @@ export const testSend = async (
   const messageId = (i: number) => (seed ? `${idPrefixes.test_message}${seed.slice(0, 24).toUpperCase()}${String(i).padStart(2, "0")}` : newId("test_message"));
   const emails = request.emails.map((to, i) => ({ ...email, deliveryId: messageId(i), to, subject: `[Test] ${email.subject}` }));
   // One try (with its own asks under the key): a person waits for this answer.
-  const outcomes = await integration.sendBatch(emails, providerKey, { tries: 1 });
+  const answer = await integration.sendBatch(emails, providerKey, { tries: 1 });
   // Not taken yet (rate limited, provider trouble, no answer): not an outcome to report, or to store
   // under the Idempotency-Key; the client's retry asks again.
-  const pending = outcomes.find((outcome): outcome is Exclude<SendOutcome, { kind: "sent" | "failed" }> => outcome.kind === "retry" || outcome.kind === "deferred");
-  if (pending) {
-    const wait = Math.max(1, Math.ceil(pending.retryAfterSeconds ?? 5));
+  if (answer.kind === "retry" || answer.kind === "deferred") {
+    const wait = Math.max(1, Math.ceil(answer.retryAfterSeconds ?? 5));
     throw new ApiError(
       "provider_unavailable",
-      `The mail provider did not take the test send yet (${pending.error.message}); retry after ${wait} seconds${key ? " with the same Idempotency-Key: nobody gets two copies" : ", with an Idempotency-Key so that a message the provider took without answering is not sent twice"}`,
+      `The mail provider did not take the test send yet (${answer.error.message}); retry after ${wait} seconds${key ? " with the same Idempotency-Key: nobody gets two copies" : ", with an Idempotency-Key so that a message the provider took without answering is not sent twice"}`,
       { headers: { "Retry-After": String(wait) } },
     );
   }
-  const results = request.emails.map((to, i) => {
-    const outcome = outcomes[i];
+  const results = emails.map((email) => {
+    // (A test send takes no look before its request: every address is in it.)
+    const outcome = answer.kind === "answered" ? (answer.outcomes.get(email.deliveryId) ?? noOutcome) : undefined;
+    const error = answer.kind === "refused" ? answer.error : outcome?.kind === "failed" ? outcome.error : noOutcome.error;
     return outcome?.kind === "sent"
-      ? { email: to, status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
-      : { email: to, status: "failed" as const, provider_message_id: null, error: outcome?.error ?? null };
+      ? { email: email.to, status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
+      : { email: email.to, status: "failed" as const, provider_message_id: null, error };
   });
   return { object: "test_send", results };
 };

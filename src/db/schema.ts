@@ -227,24 +227,19 @@ export const deliveries = sqliteTable(
     /** When the recipient used this message's unsubscribe link (first time only). */
     unsubscribedAt: integer(),
     /**
+     * The number of the latest provider request of its batch that held the delivery (0: none yet).
+     * Set right before each request leaves, in the same D1 batch as the last look at consent, to one
+     * more than any of its batch (src/sending/deliveries.repository.ts, lookBeforeRequest). A batch
+     * only ever loses members from one request to the next, so a delivery numbered n was in every
+     * request 1..n of its batch and in none after: that is all there is to know when the provider
+     * answers for the batch's key (src/sending/batch-settlement.ts).
+     */
+    askedSeq: integer().notNull().default(0),
+    /**
      * The subscriber id of the last member of the provider batch (chunk) this delivery was planned
      * in: every later read of its chunk, however its work message came (redelivery, the sweeper),
      * takes the same rows, so the batch is asked for under the same idempotency key.
      */
-    /**
-     * Whether the delivery was in a provider request of its batch (set right before the request
-     * leaves, with the last look at consent): once any row of a batch was, a retry of the batch asks
-     * for those rows only, so a request under the batch's key never holds someone an earlier one
-     * did not (the provider would take the key's first answer for them, and nobody would mail them).
-     */
-    asked: integer({ mode: "boolean" }).notNull().default(false),
-    /**
-     * Was in a request of its batch and left out of a later one (it left, or could not be rendered):
-     * it is never asked under that batch's key again. Had the provider accepted a request with it,
-     * a later one without it is answered as taken already (`invalid_idempotent_request`), and which
-     * request was taken is then unknown: such a row is never sent again (no second copy).
-     */
-    dropped: integer({ mode: "boolean" }).notNull().default(false),
     chunkEnd: text(),
     error: text({ mode: "json" }).$type<{ code: string; message: string }>(),
     createdAt: integer().notNull(),

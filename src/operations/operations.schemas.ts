@@ -121,7 +121,7 @@ export const CampaignStatsSchema = z
     delivered: count("Reported delivered by the provider."),
     bounced: count("Reported bounced (any bounce type)."),
     complained: count("Reported as spam by the recipient."),
-    failed: count("Never handed over (rejected, inactive recipient, retries exhausted)."),
+    failed: count("Ended without a delivery the service knows of: rejected, inactive recipient, retries exhausted, or `outcome_unknown` (in a request the provider may have taken, never sent again)."),
     opened: count("Deliveries opened at least once."),
     clicked: count("Deliveries with at least one click."),
     unsubscribed: count("Recipients who used this campaign's unsubscribe link."),

@@ -166,10 +166,8 @@ export type QueuedDelivery = {
   active: boolean;
   /** Whether the subscriber's address is still the delivery's (a change of case aside). */
   sameAddress: boolean;
-  /** In the latest provider request of its batch (deliveries.asked). */
-  asked: boolean;
-  /** In an earlier request of its batch and left out of a later one (deliveries.dropped). */
-  dropped: boolean;
+  /** The latest provider request of its batch that held it (deliveries.asked_seq; 0: none). */
+  askedSeq: number;
   fields: SubscriberFields;
 };
 
@@ -198,7 +196,7 @@ export const queuedChunk = async (
           WHERE campaign_id = ?1 AND subscriber_id > ?2 AND (?3 IS NULL OR subscriber_id <= ?3) AND status = 'queued'
           ORDER BY subscriber_id LIMIT 1
        )
-       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.asked, d.dropped, d.chunk_end, first.more,
+       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.asked_seq, d.chunk_end, first.more,
               coalesce(s.status = 'active', 0) AS active, coalesce(lower(s.email) = lower(d.email), 0) AS same_address,
               s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
@@ -214,8 +212,7 @@ export const queuedChunk = async (
         subscriber_id: string;
         email: string;
         attempts: number;
-        asked: number;
-        dropped: number;
+        asked_seq: number;
         chunk_end: string | null;
         more: number;
         active: number;
@@ -229,8 +226,7 @@ export const queuedChunk = async (
     attempts: r.attempts,
     active: r.active === 1,
     sameAddress: r.same_address === 1,
-    asked: r.asked === 1,
-    dropped: r.dropped === 1,
+    askedSeq: r.asked_seq,
     fields: subscriberFields(r),
   }));
   const [first] = results;
@@ -240,36 +236,42 @@ export const queuedChunk = async (
 };
 
 /**
- * The last look before a batch request leaves, in one atomic batch: of the request's members, those
- * whose subscriber may no longer be mailed at the delivery's address (gone, no longer active, or at
- * another address now); and the chunk's rows marked for it: every other member `asked` (in this,
- * the batch's latest request), and a row that was in the previous request but is not in this one
- * `dropped`. One indexed read and one write of at most one chunk.
+ * The last look before a batch request leaves, in one atomic batch: the request's members still to
+ * be mailed (the subscriber active, at the delivery's address, the delivery still queued) are
+ * numbered as the batch's next request (`asked_seq`: one more than any row of the chunk holds), and
+ * the others are named, with whether their subscriber is active (then they moved) or not (they
+ * left). One indexed write and one read of at most one chunk.
  */
-export const lookBeforeRequest = async (d1: D1Database, memberIds: string[], chunkIds: string[]): Promise<{ id: string; active: boolean }[]> => {
+export const lookBeforeRequest = async (
+  d1: D1Database,
+  memberIds: string[],
+  chunkIds: string[],
+): Promise<{ seq: number | undefined; members: string[]; gone: { id: string; active: boolean }[] }> => {
   const members = JSON.stringify(memberIds);
-  // One condition for both statements, so a row is never both "gone" and marked a member.
-  const mailable = (d: string) =>
-    `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = ${d}.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(${d}.email))`;
-  const inRequest = `(id IN (SELECT value FROM json_each(?1)) AND ${mailable("deliveries")})`;
-  const [gone] = await d1.batch<{ id: string; active: number }>([
+  const [numbered, looked] = await d1.batch<{ id: string; asked_seq: number; active: number }>([
+    // (The number is read once, before any row is written: SQLite evaluates an uncorrelated subquery once.)
+    d1
+      .prepare(
+        `UPDATE deliveries SET asked_seq = (SELECT max(asked_seq) + 1 FROM deliveries WHERE id IN (SELECT value FROM json_each(?2)))
+          WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued'
+            AND EXISTS (SELECT 1 FROM subscribers s WHERE s.id = deliveries.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(deliveries.email))
+         RETURNING id, asked_seq`,
+      )
+      .bind(members, JSON.stringify(chunkIds)),
     d1
       .prepare(
         `SELECT d.id, coalesce((SELECT s.status = 'active' FROM subscribers s WHERE s.id = d.subscriber_id), 0) AS active
-           FROM deliveries d
-          WHERE d.id IN (SELECT value FROM json_each(?1)) AND NOT ${mailable("d")}`,
+           FROM deliveries d WHERE d.id IN (SELECT value FROM json_each(?1))`,
       )
       .bind(members),
-    // (Both columns are set from the row as it was: SQLite evaluates an UPDATE's expressions first.)
-    d1
-      .prepare(
-        `UPDATE deliveries SET asked = CASE WHEN ${inRequest} THEN 1 ELSE 0 END,
-                               dropped = CASE WHEN ${inRequest} THEN 0 WHEN asked = 1 THEN 1 ELSE dropped END
-          WHERE id IN (SELECT value FROM json_each(?2)) AND status = 'queued'`,
-      )
-      .bind(members, JSON.stringify(chunkIds)),
   ]);
-  return (gone?.results ?? []).map((r) => ({ id: r.id, active: r.active === 1 }));
+  const numberedRows = numbered?.results ?? [];
+  const kept = new Set(numberedRows.map((r) => r.id));
+  return {
+    seq: numberedRows[0]?.asked_seq,
+    members: [...kept],
+    gone: (looked?.results ?? []).filter((r) => !kept.has(r.id)).map((r) => ({ id: r.id, active: r.active === 1 })),
+  };
 };
 
 export type DeliveryResults = {
@@ -281,6 +283,8 @@ export type DeliveryResults = {
    * its error recorded); otherwise it was left out of it, and keeps its attempts and last error.
    */
   retry: { id: string; error: DeliveryError; attempted: boolean }[];
+  /** Still queued, for a batch of its own: no longer numbered as a member of this batch's requests. */
+  held: string[];
 };
 
 /**
@@ -325,6 +329,13 @@ export const recordDeliveryResults = async (d1: D1Database, op: OperationState, 
         )
         .bind(JSON.stringify(results.retry.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now),
       d1.prepare(`UPDATE operations SET updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
+    );
+  }
+  if (results.held.length > 0) {
+    statements.push(
+      d1
+        .prepare(`UPDATE deliveries SET asked_seq = 0, updated_at = ?2 WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued'`)
+        .bind(JSON.stringify(results.held), now),
     );
   }
   if (statements.length === 0) return;

@@ -9,6 +9,8 @@ import { DurableObject } from "cloudflare:workers";
 // a pause has covered it since. Confirming records the moment the request leaves (the slot, or now
 // when the caller comes late), and a confirmation that would put more than `rps` starts in one
 // sliding second is refused too: a caller that woke late cannot crowd the callers that kept time.
+// A caller that confirmed in time and then woke late for its slot itself (its isolate busy) says so
+// before leaving, and its recorded start moves to when it really leaves, or it reserves again.
 
 export type PacerState = {
   /** Earliest time (epoch ms) the next slot may start. */
@@ -96,6 +98,20 @@ export const confirmSlot = (state: PacerState, now: number, at: number, rps: num
   return { state: { ...state, starts }, granted: true };
 };
 
+/**
+ * A caller confirmed early recorded its request as leaving at its slot `at`; woken late (its isolate
+ * busy with other work), it leaves `now` instead. Its start moves there if every window still holds
+ * `count` starts or fewer; otherwise it is dropped, and the caller reserves again.
+ */
+export const restartSlot = (state: PacerState, now: number, at: number, rps: number): { state: PacerState; granted: boolean } => {
+  const starts = [...(state.starts ?? [])];
+  const own = starts.indexOf(at);
+  if (own >= 0) starts.splice(own, 1);
+  const without = { ...state, starts };
+  const moved = confirmSlot(without, now, now, rps);
+  return moved.granted ? moved : { state: without, granted: false };
+};
+
 /** The rate from RESEND_MAX_RPS: a positive number, else the contract's default of 2. */
 export const maxRps = (env: Pick<Env, "RESEND_MAX_RPS">): number => {
   const rps = Number(env.RESEND_MAX_RPS);
@@ -133,6 +149,12 @@ export class ResendPacer extends DurableObject<Env> {
     return granted;
   }
 
+  restart(at: number, rps: number): boolean {
+    const { state, granted } = restartSlot(this.state, Date.now(), at, rps);
+    this.save(state);
+    return granted;
+  }
+
   private save(state: PacerState) {
     if (state === this.state) return;
     this.state = state;
@@ -151,6 +173,11 @@ export type Pacer = {
    * the request's start.
    */
   confirm(at: number, rps: number): Promise<boolean>;
+  /**
+   * After the slot at `at` was confirmed early, from a caller woken too late to leave at it: true
+   * records its start as now instead; false drops it (leaving now would crowd a window).
+   */
+  restart(at: number, rps: number): Promise<boolean>;
 };
 
 /** The pacer's stub, made on first use: resolving the integration (for /health, say) touches no binding. */
@@ -161,5 +188,6 @@ export const pacerFor = (env: Pick<Env, "RESEND_PACER">): Pacer => {
     reserve: (rps, maxWaitMs) => pacer().reserve(rps, maxWaitMs),
     pause: (retryAfterMs) => pacer().pause(retryAfterMs),
     confirm: (at, rps) => pacer().confirm(at, rps),
+    restart: (at, rps) => pacer().restart(at, rps),
   };
 };

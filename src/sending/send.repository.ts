@@ -1,3 +1,4 @@
+import { outcomeUnknown } from "./batch-settlement";
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertWhere } from "../db/insert-where";
@@ -240,7 +241,11 @@ const campaignEndedEvent = (d1: D1Database, campaignId: string, now: number) =>
     now,
   });
 
-/** Ends an operation that cannot finish (its work was dead-lettered), and its campaign with it. */
+/**
+ * Ends an operation that cannot finish (its work was dead-lettered), and its campaign with it. Its
+ * deliveries still queued end failed with it, so none stays queued forever: with `error`, or, for
+ * one that was in a provider request (which the provider may have taken), `outcome_unknown`.
+ */
 export const failOperation = async (d1: D1Database, operationId: string, error: DeliveryError, now: number) => {
   const op = await d1.prepare(`SELECT campaign_id FROM operations WHERE id = ?`).bind(operationId).first<{ campaign_id: string }>();
   if (!op) return;
@@ -251,6 +256,13 @@ export const failOperation = async (d1: D1Database, operationId: string, error: 
           WHERE id = ?1 AND status IN ('queued', 'running')`,
       )
       .bind(operationId, JSON.stringify(error), now),
+    d1
+      .prepare(
+        `UPDATE deliveries SET status = 'failed', error = CASE WHEN asked_seq > 0 THEN ?3 ELSE ?2 END, updated_at = ?4
+          WHERE operation_id = ?1 AND status = 'queued'`,
+      )
+      .bind(operationId, JSON.stringify(error), JSON.stringify(outcomeUnknown), now),
+    d1.prepare(`UPDATE operations SET failed = failed + changes() WHERE id = ?1`).bind(operationId),
     campaignFollowsOperation(d1, operationId, op.campaign_id, now),
     campaignEndedEvent(d1, op.campaign_id, now),
   ]);

@@ -11,5 +11,9 @@ export const sandboxIntegration: Integration = {
   slug: "sandbox",
   chunkSize: 500,
   settleAtCreation: messageId,
-  sendBatch: async (emails) => emails.map((email) => ({ kind: "sent", providerMessageId: messageId(email.deliveryId) })),
+  sendBatch: async (emails) => ({
+    kind: "answered",
+    acceptedEarlier: false,
+    outcomes: new Map(emails.map((email) => [email.deliveryId, { kind: "sent", providerMessageId: messageId(email.deliveryId) }])),
+  }),
 };

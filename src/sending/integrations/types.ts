@@ -14,46 +14,52 @@ export type OutboundEmail = {
 
 export type DeliveryError = { code: string; message: string };
 
-/**
- * A delivery left out of a later request of its batch than one it was in, when the provider says an
- * earlier request of the batch was taken and which one is not known: it is never sent again.
- */
-export const outcomeUnknown: DeliveryError = {
-  code: "resend_outcome_unknown",
-  message:
-    "It was in a request of its batch that Resend may have taken (its answer never came), and was left out of a later one: it is not sent again, so that nobody gets two copies",
-};
+/** One email's outcome in a request the provider answered. */
+export type EmailOutcome =
+  /**
+   * Accepted. `providerMessageId` null: the provider took the batch in an earlier request whose
+   * answer was lost, so the message's id is not known here; the provider's feedback names the
+   * delivery by its tag (src/webhooks/feedback.repository.ts).
+   */
+  | { kind: "sent"; providerMessageId: string | null }
+  /** Will never be sent as it is (rejected address, bad request). */
+  | { kind: "failed"; error: DeliveryError };
 
-export type SendOutcome =
+/** An email of an answered request that the answer says nothing about. */
+export const noOutcome: Extract<EmailOutcome, { kind: "failed" }> = { kind: "failed", error: { code: "provider_no_answer", message: "The provider gave no outcome for this message" } };
+
+/**
+ * What came of handing a batch over, as facts about its requests; what they mean for each delivery
+ * (a recipient left out of some of them included) is decided in one place, src/sending/batch-settlement.ts.
+ */
+export type BatchAnswer =
   /**
-   * Accepted. `providerMessageId` null: the provider accepted the batch in an earlier request whose
-   * answer was lost (`acceptedEarlier`), so the message's id is not known here; the provider's
-   * feedback names the delivery by its tag (src/webhooks/feedback.repository.ts).
+   * The provider answered for the batch's last request: an outcome for each email that was in it (by
+   * delivery id; one left out of it at the last look has none). `acceptedEarlier`: the provider says
+   * the key already stands for a batch it took in an earlier request (whose answer was lost) with
+   * other content; every email of the last request is then `sent`, and which request was taken is
+   * not known.
    */
-  | { kind: "sent"; providerMessageId: string | null; acceptedEarlier?: boolean }
+  | { kind: "answered"; outcomes: Map<string, EmailOutcome>; acceptedEarlier: boolean }
+  /** The provider refused the last request for good (a 4xx): nothing in it was sent. */
+  | { kind: "refused"; error: DeliveryError }
   /**
-   * Worth trying again later (rate limited, provider or network trouble). `leftOut`: this one was in
-   * no request (its recipient left, SendOptions.leftOut): the retry costs it no attempt.
+   * A request left and got no answer that settles the batch (rate limited, provider or network
+   * trouble, the provider may even have taken it): the batch is to be asked again, under its key.
    */
-  | { kind: "retry"; error: DeliveryError; retryAfterSeconds?: number; leftOut?: boolean }
-  /**
-   * Will never succeed as sent (rejected address, bad request). `leftOut`: not in the request at all,
-   * its recipient having left (or moved) just before it left (SendOptions.leftOut).
-   */
-  | { kind: "failed"; error: DeliveryError; leftOut?: boolean }
-  /**
-   * Not handed over at all (no free provider slot soon enough): nothing was attempted, so it costs
-   * the delivery none of its attempts. The batch is asked for again after `retryAfterSeconds`.
-   */
-  | { kind: "deferred"; error: DeliveryError; retryAfterSeconds: number };
+  | { kind: "retry"; error: DeliveryError; retryAfterSeconds?: number }
+  /** No request left at all (no provider slot soon enough): nothing was attempted. */
+  | { kind: "deferred"; error: DeliveryError; retryAfterSeconds: number }
+  /** No request left: the last look before it left everyone out. */
+  | { kind: "unasked" };
 
 export type SendOptions = {
   /**
-   * Asked right before the batch's request leaves (after any wait for the provider's rate): the
-   * deliveries to leave out of it, with why. A recipient who unsubscribed while the batch waited is
-   * not mailed.
+   * Called right before each request of the batch leaves (after any wait for the provider's rate),
+   * with the delivery ids it would hold: those to leave out of it and of every later request. A
+   * recipient who unsubscribed while the batch waited is not mailed.
    */
-  leftOut?: (deliveryIds: string[]) => Promise<Map<string, DeliveryError>>;
+  beforeRequest?: (deliveryIds: string[]) => Promise<ReadonlySet<string>>;
   /**
    * Tries before answering `retry` (each with its backoff and its own asks): a queue step takes
    * several; a request a person waits for (a test send) one, so trouble answers in seconds.
@@ -72,9 +78,10 @@ export interface Integration {
    */
   readonly settleAtCreation?: (deliveryId: string) => string;
   /**
-   * Hands a batch over (at most `chunkSize` emails) and answers one outcome per email, in order.
-   * `idempotencyKey` names the batch: the same key on every retry of the same batch, so a provider
-   * that already accepted it answers as before instead of sending again.
+   * Hands a batch over (at most `chunkSize` emails). `idempotencyKey` names the batch: the same key
+   * on every retry of the same batch, so a provider that already accepted it answers as before
+   * instead of sending again. Every request of the batch holds the emails of the one before it, or
+   * fewer (those `beforeRequest` leaves out), never another.
    */
-  sendBatch(emails: OutboundEmail[], idempotencyKey: string, options?: SendOptions): Promise<SendOutcome[]>;
+  sendBatch(emails: OutboundEmail[], idempotencyKey: string, options?: SendOptions): Promise<BatchAnswer>;
 }

@@ -1,0 +1,96 @@
+import type { BatchAnswer, DeliveryError } from "./integrations/types";
+
+// What a provider's answer for a batch means for each of its deliveries: one rule, in one place.
+//
+// A batch is asked for under one idempotency key, in requests numbered 1, 2, … (deliveries.asked_seq:
+// the latest request that held the delivery). A request only ever holds members of the one before it
+// (someone who left, moved or could not be rendered is left out of it and of every later one), so a
+// delivery numbered n was in requests 1..n and in none after. The provider keeps a key's first
+// accepted request: a later request with the same content is answered as that one was; with other
+// content it is refused as "taken already" (`acceptedEarlier`), without saying which it took. From
+// that alone, for the batch's last request L:
+//
+// | the answer                        | in L          | numbered L-1 | numbered 1..L-2 | never asked (0) |
+// |-----------------------------------|---------------|--------------|-----------------|-----------------|
+// | answered (L taken, or its replay) | its outcome   | not mailed   | not mailed      | not mailed      |
+// | answered, taken earlier           | sent          | sent         | outcome unknown | not mailed      |
+// | refused, or retries exhausted     | failed        | unknown      | unknown         | not mailed      |
+// | no request (everyone left)        | -             | unknown      | unknown         | not mailed      |
+// | to be asked again                 | retry (costs an attempt) | retry | retry         | retry           |
+//
+// "Not mailed": failed for its own reason when it has one (it left, moved, cannot be rendered), or
+// else held: it goes out in a batch (and under a key) of its own once this one is settled, since a
+// request under this key with it would be answered as one without it. "Outcome unknown": in some
+// request the provider may have taken and not in others: never sent again (no second copy), failed
+// `outcome_unknown`.
+
+/** A delivery of the batch as its step ends. */
+export type BatchMember = {
+  /** The delivery (the answer's outcomes are keyed by it). */
+  id: string;
+  /** The latest request of the batch that held it (0: none). */
+  askedSeq: number;
+  /** In the batch's last request (the one the answer is about). */
+  inLastRequest: boolean;
+  attempts: number;
+  /** Why it may not be mailed now (it left, moved, or cannot be rendered), if so. */
+  local?: DeliveryError;
+};
+
+/** What becomes of one delivery. */
+export type Settlement =
+  | { kind: "sent"; providerMessageId: string | null }
+  /** `attempted`: it was in the request the failure is about (its attempt is counted). */
+  | { kind: "failed"; error: DeliveryError; attempted: boolean }
+  /** Still queued, for the batch's next request; `attempted`: it was in the request that failed. */
+  | { kind: "retry"; error: DeliveryError; attempted: boolean }
+  /** Still queued, for a batch of its own: never in a request of this batch the provider may have taken. */
+  | { kind: "held" };
+
+export const outcomeUnknown: DeliveryError = {
+  code: "outcome_unknown",
+  message:
+    "It was in a request of its batch that the provider may have taken (its answer never came), and was left out of a later one: it is not sent again, so that nobody gets two copies",
+};
+
+const notMailed = (member: BatchMember): Settlement =>
+  member.local ? { kind: "failed", error: member.local, attempted: false } : { kind: "held" };
+
+const unknown: Settlement = { kind: "failed", error: outcomeUnknown, attempted: false };
+
+/** The batch ended without a request being taken (refused, given up, or nobody left to ask). */
+const ended = (member: BatchMember, error: DeliveryError | undefined): Settlement => {
+  if (member.inLastRequest && error) return { kind: "failed", error, attempted: true };
+  return member.askedSeq === 0 ? notMailed(member) : unknown;
+};
+
+/**
+ * Each member's settlement (in order) from the batch's answer. `lastSeq`: the number of the last
+ * request (undefined when the integration takes no look before its requests, as the sandbox).
+ * A batch to be asked again gives up once a member of its last request has used its last attempt.
+ */
+export const settleBatch = (
+  members: BatchMember[],
+  answer: Exclude<BatchAnswer, { kind: "deferred" }>,
+  lastSeq: number | undefined,
+  maxAttempts: number,
+): Settlement[] => {
+  switch (answer.kind) {
+    case "retry": {
+      const givesUp = members.some((m) => m.inLastRequest && m.attempts + 1 >= maxAttempts);
+      if (givesUp) return members.map((m) => ended(m, answer.error));
+      return members.map((m) => ({ kind: "retry", error: answer.error, attempted: m.inLastRequest }));
+    }
+    case "refused":
+      return members.map((m) => ended(m, answer.error));
+    case "unasked":
+      return members.map((m) => ended(m, undefined));
+    case "answered":
+      return members.map((m): Settlement => {
+        const outcome = answer.outcomes.get(m.id);
+        if (outcome) return outcome.kind === "sent" ? outcome : { kind: "failed", error: outcome.error, attempted: true };
+        if (m.askedSeq === 0 || !answer.acceptedEarlier) return notMailed(m);
+        return lastSeq !== undefined && m.askedSeq === lastSeq - 1 ? { kind: "sent", providerMessageId: null } : unknown;
+      });
+  }
+};

@@ -1,0 +1,165 @@
+import { TemplateError } from "../content";
+import { backoffSeconds } from "../lib/backoff";
+import { sha256Hex } from "../lib/crypto";
+import { type BatchMember, type Settlement, settleBatch } from "./batch-settlement";
+import { type Composer, composeEmail } from "./compose";
+import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChunk, recordDeliveryResults } from "./deliveries.repository";
+import type { BatchAnswer, DeliveryError, Integration, OutboundEmail } from "./integrations/types";
+import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
+import { markOperationWaiting, loadOperationState } from "./send.repository";
+import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, type StepDeps, type StepResult } from "./step";
+
+// The delivery step of a send: one chunk of queued deliveries handed to the integration as one
+// provider batch, under the batch's idempotency key, and what came of it recorded in one write.
+
+/** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */
+export const MAX_DELIVERY_ATTEMPTS = 5;
+
+const recipientInactive: DeliveryError = {
+  code: "recipient_inactive",
+  message: "The subscriber was no longer active when the delivery's turn came; nothing was sent",
+};
+
+const recipientChanged: DeliveryError = {
+  code: "recipient_changed",
+  message: "The subscriber's address changed after the delivery was created; nothing was sent to the old one",
+};
+
+const renderFailed = (err: TemplateError): DeliveryError => ({
+  code: "render_failed",
+  message: `The ${err.field} template could not be rendered for this subscriber: ${err.message}`,
+});
+
+const notConfigured = (slug: string): DeliveryError => ({
+  code: "integration_not_configured",
+  message: `The ${slug} integration is not configured in this deployment`,
+});
+
+export const deliver = async (deps: StepDeps, operationId: string, from: string | null, to: string | null, attempt: Attempt): Promise<StepResult> => {
+  const op = await loadOperationState(deps.d1, operationId);
+  if (!op || op.status !== "running") return;
+  const integration = integrationFor(deps, op.deliveryIntegration);
+  const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
+  // The first chunk with queued rows in the range, as the fan-out planned it (so its key is the one
+  // every earlier request for it used, whatever range this message names).
+  const { rows, chunkEnd, more } = await queuedChunk(deps.d1, op.campaignId, from, to, chunk + 1);
+  if (rows.length === 0) return;
+  const composer = integration ? await loadComposer(deps, op.campaignId) : undefined;
+  // The operation's campaign was just read: a missing one is a fault, retried and then dead-lettered
+  // (which fails the operation), never a message acked with its rows left queued.
+  if (integration && !composer) throw new Error(`campaign ${op.campaignId} of operation ${op.id} has no message context`);
+
+  const settled =
+    integration && composer
+      ? await handOver(deps.d1, integration, composer, op.id, rows)
+      : { settlements: rows.map((): Settlement => ({ kind: "failed", error: notConfigured(op.deliveryIntegration), attempted: false })) };
+  if ("deferred" in settled) {
+    // Nothing was handed over (no provider slot soon enough): the rows stay as they are, and a fresh
+    // message asks again later, so waiting for the provider's rate costs no attempt and no retry of
+    // this message. A copy left by a crash before the ack reads the same rows and asks under the same key.
+    await deps.queue.send({ type: "deliver", operation_id: op.id, from, to } satisfies SendMessage, {
+      delaySeconds: Math.min(settled.deferred.retryAfterSeconds, MAX_QUEUE_DELAY_SECONDS),
+    });
+    await markOperationWaiting(deps.d1, op.id, deps.now());
+    return;
+  }
+
+  const results: DeliveryResults = { sent: [], failed: [], retry: [], held: [] };
+  settled.settlements.forEach((s, i) => {
+    const id = rows[i]?.id;
+    if (id === undefined) return;
+    if (s.kind === "sent") results.sent.push({ id, providerMessageId: s.providerMessageId });
+    else if (s.kind === "failed") results.failed.push({ id, error: s.error, attempted: s.attempted });
+    else if (s.kind === "retry") results.retry.push({ id, error: s.error, attempted: s.attempted });
+    else results.held.push(id);
+  });
+  await recordDeliveryResults(deps.d1, op, results, deps.now());
+
+  // The batch is asked again by the retried message (its rows still queued, so under the same key).
+  if (results.retry.length > 0) return { retryAfterSeconds: Math.max(settled.retryAfterSeconds ?? 0, backoffSeconds(attempt.attempts)) };
+  // Settled, with members held for a batch of their own: the same range again reads only them.
+  if (results.held.length > 0) await enqueue(deps, [{ type: "deliver", operation_id: op.id, from, to }]);
+  // The range holds more than this chunk (the sweeper's whole-campaign restart, say): continue after it.
+  else if (more) await enqueue(deps, [{ type: "deliver", operation_id: op.id, from: chunkEnd ?? rows.at(-1)?.subscriberId ?? from, to }]);
+};
+
+/**
+ * The provider's key for a chunk: its operation, first and last delivery, and a digest of every
+ * delivery in it. A retried or redelivered message reads the same queued rows, so it asks under the
+ * same key; a chunk whose rows changed (some settled since) is another batch with another key.
+ */
+const batchKey = async (operationId: string, deliveryIds: string[]): Promise<string> => {
+  const digest = (await sha256Hex(deliveryIds.join(","))).slice(0, 16);
+  return `${operationId}:${deliveryIds[0] ?? ""}..${deliveryIds.at(-1) ?? ""}:${digest}`;
+};
+
+/**
+ * Renders the chunk's messages and hands the sendable ones to the integration as one batch; then
+ * settles every row of the chunk from the answer (src/sending/batch-settlement.ts). A row not handed
+ * over (its subscriber left or moved, its template fails) stays part of the batch and its key until
+ * the batch settles, so a retry reads the same rows and asks under the same key. Once a request of
+ * the batch has left, the key stands for its members: the batch only ever asks for those of its
+ * latest request (fewer, never more).
+ */
+const handOver = async (
+  d1: D1Database,
+  integration: Integration,
+  composer: Composer,
+  operationId: string,
+  rows: QueuedDelivery[],
+): Promise<{ deferred: Extract<BatchAnswer, { kind: "deferred" }> } | { settlements: Settlement[]; retryAfterSeconds?: number }> => {
+  const latest = Math.max(0, ...rows.map((row) => row.askedSeq));
+  const local = new Map<string, DeliveryError>();
+  const composed = await Promise.all(
+    rows.map(async (row): Promise<OutboundEmail | undefined> => {
+      // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them; nor
+      // an old address (the subscriber's is another now), with the new one's data.
+      if (!row.active) local.set(row.id, recipientInactive);
+      else if (!row.sameAddress) local.set(row.id, recipientChanged);
+      // Not in the batch's latest request: never asked under its key again.
+      else if (row.askedSeq < latest) return undefined;
+      else {
+        try {
+          return await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
+        } catch (err) {
+          if (!(err instanceof TemplateError)) throw err;
+          local.set(row.id, renderFailed(err));
+        }
+      }
+      return undefined;
+    }),
+  );
+  const emails = composed.filter((email): email is OutboundEmail => email !== undefined);
+
+  // Right before each request leaves (it may wait for the provider's rate first), one D1 batch looks
+  // at consent again and numbers the request's members (deliveries.asked_seq).
+  const askedSeq = new Map(rows.map((row) => [row.id, row.askedSeq]));
+  const chunkIds = rows.map((row) => row.id);
+  let lastSeq: number | undefined;
+  const beforeRequest = async (ids: string[]) => {
+    const look = await lookBeforeRequest(d1, ids, chunkIds);
+    for (const gone of look.gone) local.set(gone.id, gone.active ? recipientChanged : recipientInactive);
+    if (look.seq !== undefined) {
+      lastSeq = look.seq;
+      for (const id of look.members) askedSeq.set(id, look.seq);
+    }
+    return new Set(look.gone.map((gone) => gone.id));
+  };
+  const answer: BatchAnswer =
+    emails.length === 0 ? { kind: "unasked" } : await integration.sendBatch(emails, await batchKey(operationId, chunkIds), { beforeRequest });
+  if (answer.kind === "deferred") return { deferred: answer };
+
+  const handedOver = new Set(emails.map((email) => email.deliveryId));
+  const members = rows.map((row): BatchMember => {
+    const seq = askedSeq.get(row.id) ?? 0;
+    return {
+      id: row.id,
+      askedSeq: seq,
+      // An integration that takes no look (the sandbox) numbers no request: its last held every email handed over.
+      inLastRequest: lastSeq === undefined ? handedOver.has(row.id) && !local.has(row.id) : seq === lastSeq,
+      attempts: row.attempts,
+      local: local.get(row.id),
+    };
+  });
+  return { settlements: settleBatch(members, answer, lastSeq, MAX_DELIVERY_ATTEMPTS), retryAfterSeconds: answer.kind === "retry" ? answer.retryAfterSeconds : undefined };
+};

@@ -1,0 +1,219 @@
+import { LEAD_MS, type Pacer } from "../pacer";
+import type { DeliveryError, EmailOutcome, OutboundEmail } from "./types";
+
+// One request to Resend's batch endpoint, in a slot of the account-wide pacer (src/sending/pacer.ts),
+// with the asks that hedge against an answer lost on the way back. What a batch's requests add up
+// to is src/sending/integrations/resend.ts.
+
+/** A batch of 100 normally answers within a second; past this the request is given up and asked again under its key. */
+export const REQUEST_TIMEOUT_MS = 5_000;
+/**
+ * No answer after this long: a second request under the same key, in a slot of its own, asks for
+ * the batch's answer while the first may still give it (see `askIn`). The least wait: when Resend is
+ * answering slowly, the wait grows with its answers (`hedgeAfterMs`).
+ */
+export const HEDGE_AFTER_MS = 1_500;
+/** Requests for one batch in flight at once at most (the first and its hedges). */
+export const ASKS_PER_TRY = 3;
+/** A slot further away than this is not waited for in the invocation: the message comes back later. */
+export const MAX_SLOT_WAIT_MS = 30_000;
+/** Past its slot by more than this, a request is too late to leave on the pacer's record of it (the slots' own guard). */
+export const LATE_MS = 10;
+/** How many recent answer times the wait before asking again is drawn from. */
+const RECENT_ANSWERS = 32;
+const recentAnswers: number[] = [];
+
+/**
+ * How long to wait for an answer before asking again: twice the 90th percentile of the answers this
+ * isolate saw lately, at least HEDGE_AFTER_MS and at most a second short of the timeout. A provider
+ * that takes 2 s for every batch is not asked everything twice (each ask spends a slot of the
+ * account's rate); one that answers in 100 ms is asked again after 1.5 s.
+ */
+export const hedgeAfterMs = (answersMs: readonly number[] = recentAnswers): number => {
+  if (answersMs.length < 5) return HEDGE_AFTER_MS;
+  const sorted = [...answersMs].sort((a, b) => a - b);
+  const p90 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))] ?? 0;
+  return Math.min(Math.max(HEDGE_AFTER_MS, 2 * p90), REQUEST_TIMEOUT_MS - 1_000);
+};
+
+const recordAnswer = (ms: number) => {
+  recentAnswers.push(ms);
+  if (recentAnswers.length > RECENT_ANSWERS) recentAnswers.shift();
+};
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export type ResendConfig = { apiKey: string; baseUrl: string; rps: number; pacer: Pacer };
+
+/** Worth asking again under the key. */
+export type Retryable = { kind: "retry"; error: DeliveryError; status?: number; retryAfterMs?: number };
+/** No slot soon enough: nothing was sent. */
+export type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: number };
+/**
+ * The request's answer settles the batch: an outcome per email (in request order), or a refusal of
+ * the whole request; `acceptedEarlier`: the key stands for a batch taken in an earlier request.
+ */
+export type Settled = { kind: "done"; outcomes: EmailOutcome[]; acceptedEarlier: boolean } | { kind: "refused"; error: DeliveryError };
+export type Reply = Settled | Retryable | Deferred;
+
+const providerError = (status: number, body: { name?: unknown; message?: unknown } | undefined): DeliveryError => {
+  const detail = typeof body?.message === "string" ? body.message : "";
+  const code = typeof body?.name === "string" ? `resend_${body.name}` : `resend_http_${status}`;
+  return { code, message: `Resend answered ${status}${detail ? `: ${detail}` : ""}` };
+};
+
+const retryAfterMs = (res: Response): number | undefined => {
+  const seconds = Number(res.headers.get("retry-after"));
+  return Number.isFinite(seconds) && seconds > 0 ? Math.ceil(seconds * 1000) : undefined;
+};
+
+/** A request given up because another of its batch answered first (or the batch was settled). */
+const abandoned: Retryable = { kind: "retry", error: { code: "resend_abandoned", message: "Another request for this batch answered first" } };
+
+/**
+ * Waits for the next request slot; deferred when the slot is further away than MAX_SLOT_WAIT_MS.
+ * Just before the slot (LEAD_MS, the pacer's own margin for its answer's trip) it is confirmed: a
+ * 429 met by another sender meanwhile may have paused the account past it, or this caller may have
+ * come so late that leaving now would crowd the senders that kept their slots; then a later slot is
+ * reserved instead. `beforeConfirm` is the last look before the request (whether anyone is still
+ * to be mailed), ahead of the confirmation, so that a slow look makes the request late only as the pacer
+ * knows it. Once `stop` is aborted (the batch was answered meanwhile) no slot is confirmed: an
+ * abandoned ask spends none of the account's rate.
+ */
+export const awaitSlot = async (config: ResendConfig, stop: AbortSignal, beforeConfirm?: () => Promise<boolean>): Promise<Deferred | Retryable | undefined> => {
+  for (;;) {
+    const slot = await config.pacer.reserve(config.rps, MAX_SLOT_WAIT_MS);
+    if (!slot.granted) {
+      return { kind: "deferred", error: { code: "resend_paced", message: "Waiting for a free Resend request slot" }, retryAfterMs: slot.waitMs };
+    }
+    const untilConfirm = slot.at - LEAD_MS - Date.now();
+    if (untilConfirm > 0) await sleep(untilConfirm);
+    if (stop.aborted) return abandoned;
+    // Nobody left to ask: the slot is not confirmed (it lapses).
+    if (beforeConfirm && !(await beforeConfirm())) return;
+    if (stop.aborted) return abandoned;
+    if (!(await config.pacer.confirm(slot.at, config.rps))) continue;
+    const wait = slot.at - Date.now();
+    if (wait > 0) {
+      await sleep(wait);
+      // Woken late (the isolate was busy): the pacer recorded this request leaving at its slot, and
+      // leaving now could put one start too many into a second. It is told, and may send it back.
+      if (Date.now() - slot.at > LATE_MS && !(await config.pacer.restart(slot.at, config.rps))) continue;
+    }
+    return;
+  }
+};
+
+/** One request for the batch, in a slot already waited for: what its answer means for the batch. */
+const request = async (config: ResendConfig, emails: OutboundEmail[], body: string, key: string, stop: AbortSignal): Promise<Reply> => {
+  if (stop.aborted) return abandoned;
+  let res: Response;
+  const sent = Date.now();
+  try {
+    res = await fetch(`${config.baseUrl}/emails/batch`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${config.apiKey}`,
+        "content-type": "application/json",
+        "idempotency-key": key,
+        // Resend sends the valid emails and names the rejected ones by index: a bad recipient
+        // fails only its own delivery.
+        "x-batch-validation": "permissive",
+      },
+      body,
+      signal: AbortSignal.any([stop, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
+    });
+  } catch (err) {
+    if (stop.aborted) return abandoned;
+    const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
+    return {
+      kind: "retry",
+      error: timedOut
+        ? { code: "resend_timeout", message: `Resend did not answer within ${REQUEST_TIMEOUT_MS / 1000} s` }
+        : { code: "resend_unreachable", message: `Resend could not be reached: ${err instanceof Error ? err.message : String(err)}` },
+    };
+  }
+  // Only accepted batches say how long a batch takes; refusals (429, 409, 5xx) come back at once.
+  if (res.ok) recordAnswer(Date.now() - sent);
+  const answer = (await res.json().catch(() => undefined)) as
+    | { data?: { id?: unknown }[]; errors?: { index?: unknown; message?: unknown }[]; name?: unknown; message?: unknown }
+    | undefined;
+  if (res.ok) {
+    const rejected = new Map<number, string>();
+    for (const e of answer?.errors ?? []) if (typeof e.index === "number") rejected.set(e.index, String(e.message ?? "rejected"));
+    // `data` lists the accepted emails in request order, skipping the rejected ones.
+    const ids = (answer?.data ?? []).map((d) => (typeof d.id === "string" ? d.id : undefined));
+    let next = 0;
+    const outcomes = emails.map((email, i): EmailOutcome => {
+      const reason = rejected.get(i);
+      if (reason !== undefined) return { kind: "failed", error: { code: "resend_rejected", message: `Resend rejected this message: ${reason}` } };
+      return { kind: "sent", providerMessageId: ids[next++] ?? email.deliveryId };
+    });
+    return { kind: "done", outcomes, acceptedEarlier: false };
+  }
+  const error = providerError(res.status, answer);
+  if (res.status === 429 || res.status >= 500 || error.code === "resend_concurrent_idempotent_requests") {
+    return { kind: "retry", error, status: res.status, retryAfterMs: retryAfterMs(res) };
+  }
+  if (error.code === "resend_invalid_idempotent_request") {
+    // The key already stands for a batch Resend accepted (in a request whose answer was lost) with
+    // other content: a recipient left the chunk since, or a subscriber's data changed. That batch was
+    // sent: sending again could mail everyone twice. Its messages' ids are unknown here.
+    return { kind: "done", outcomes: emails.map(() => ({ kind: "sent", providerMessageId: null })), acceptedEarlier: true };
+  }
+  return { kind: "refused", error };
+};
+
+/**
+ * The requests of one ask, its first slot already confirmed. A request with no answer after
+ * `hedgeAfter` has either been lost on the way back (Resend accepted the batch) or is slow: another
+ * request under the same key, in a slot of its own, asks again while the first may still answer (up
+ * to ASKS_PER_TRY requests, each that long after the one before), and the first reply that settles
+ * the batch wins; the others are abandoned. Resend answers a key it already accepted with that
+ * batch's own answer, so no message is sent twice, and a key still being processed with 409
+ * `concurrent_idempotent_requests`: the first request is alive, so no further request is made. A
+ * lost answer costs one more slot instead of a whole timeout. When every request has failed, the
+ * failure is the answer (a 429 first, for its Retry-After).
+ */
+export const askIn = (config: ResendConfig, emails: OutboundEmail[], body: string, key: string, hedgeAfter: number): Promise<Reply> => {
+  const stop = new AbortController();
+  return new Promise<Reply>((resolve, reject) => {
+    const failures: Retryable[] = [];
+    let asked = 0;
+    let pending = 0;
+    let hedging = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const finish = (reply: Reply) => {
+      clearTimeout(timer);
+      stop.abort();
+      resolve(reply);
+    };
+    const askOnce = (slot: Promise<Deferred | Retryable | undefined>) => {
+      asked++;
+      pending++;
+      void slot
+        .then((late) => {
+          if (late) return late;
+          if (hedging && asked < ASKS_PER_TRY && !stop.signal.aborted) timer = setTimeout(() => askOnce(awaitSlot(config, stop.signal)), hedgeAfter);
+          return request(config, emails, body, key, stop.signal);
+        })
+        .then((reply) => {
+          pending--;
+          if (reply.kind === "done" || reply.kind === "refused") return finish(reply);
+          if (reply.kind === "retry" && reply !== abandoned) failures.push(reply);
+          if (reply.kind === "retry" && reply.error.code === "resend_concurrent_idempotent_requests") {
+            hedging = false;
+            clearTimeout(timer);
+          }
+          if (pending === 0) finish(failures.find((r) => r.status === 429) ?? failures[0] ?? reply);
+        })
+        .catch((err: unknown) => {
+          // The pacer could not be reached: the step fails and its message is retried.
+          clearTimeout(timer);
+          stop.abort();
+          reject(err);
+        });
+    };
+    askOnce(Promise.resolve(undefined));
+  });
+};
