@@ -58,6 +58,18 @@ describe("settling a provider batch", () => {
     });
   });
 
+  it("a request refused for one email it names: that one failed; nobody else was mailed by any request (each held it)", () => {
+    const invalid = { code: "resend_validation_error", message: "emails[0].to" };
+    expect(kinds({ kind: "rejected", deliveryId: "in-last", error: invalid })).toEqual({
+      "in-last": "failed resend_validation_error (attempted)",
+      "out-of-last": "held",
+      "out-sooner": "held",
+      "out-sooner-left": "failed recipient_inactive",
+      never: "held",
+      "never-left": "failed recipient_inactive",
+    });
+  });
+
   it("with nobody left to ask, anyone who was in a request is unknown", () => {
     expect(kinds({ kind: "unasked" })).toMatchObject({ "in-last": "failed outcome_unknown", "out-of-last": "failed outcome_unknown", never: "held" });
   });

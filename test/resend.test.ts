@@ -113,7 +113,7 @@ describe("a request that leaves after its confirmed slot", () => {
     const pacer = {
       reserve: async () => ({ at: Date.now() + 60, waitMs: 60, granted: true }),
       pause: async () => {},
-      confirm: async () => {
+      confirm: async (at: number) => {
         calls.push("confirm");
         // Right after the confirmation, the isolate is busy for 120 ms: the caller's timer fires late.
         setTimeout(() => {
@@ -122,7 +122,7 @@ describe("a request that leaves after its confirmed slot", () => {
             // busy
           }
         }, 1);
-        return true;
+        return at;
       },
       restart: async (at: number) => {
         calls.push(`restart ${Date.now() - at >= LATE_MS ? "late" : "on time"}`);
@@ -159,10 +159,10 @@ describe("a 429 holds back every sender", () => {
       pause: async (ms: number) => {
         calls.push(`pause ${ms}`);
       },
-      confirm: async (_at: number, rps: number) => {
+      confirm: async (at: number, rps: number) => {
         expect(rps).toBe(2);
         calls.push("confirm");
-        return true;
+        return Math.max(at, Date.now());
       },
       restart: async () => {
         calls.push("restart");
@@ -184,7 +184,7 @@ describe("a 429 holds back every sender", () => {
     const pacer = {
       reserve: async () => (++reserved === 1 ? { at: Date.now(), waitMs: 0, granted: true } : { at: Date.now() + 60_000, waitMs: 60_000, granted: false }),
       pause: async () => {},
-      confirm: async () => true,
+      confirm: async (at: number) => Math.max(at, Date.now()),
       restart: async () => true,
     };
     const resend = mockResend();
@@ -197,7 +197,7 @@ describe("a 429 holds back every sender", () => {
   });
 
   it("leaves out of each request, and of every later one, whom the look before it names; the answer is the last request's", async () => {
-    const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: async () => true, restart: async () => true };
+    const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: async (at: number) => Math.max(at, Date.now()), restart: async () => true };
     const resend = mockResend();
     // Try 1 (all four) is refused; try 2 (without x) is taken, its answer lost; try 3 (without x and z) meets the key's first payload.
     resend.inject({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1 }, { kind: "timeout" });
@@ -225,7 +225,7 @@ describe("a 429 holds back every sender", () => {
   });
 
   it("asks nothing when the look before the first request leaves everyone out", async () => {
-    const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: vi.fn(async () => true), restart: async () => true };
+    const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: vi.fn(async (at: number) => Math.max(at, Date.now())), restart: async () => true };
     const resend = mockResend();
     const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
     const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };

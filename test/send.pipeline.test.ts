@@ -190,6 +190,29 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
   });
 
+  it.each([
+    ["answered at once", []],
+    // The second key's requests are taken, and every answer is lost: its retry asks under that key again.
+    ["whose answers are lost", everyTry({ kind: "timeout" })],
+  ] as [string, Fault[]][])("a strict 4xx naming one message fails that delivery only; the others go as a batch of their own, %s, each mailed once", async (_, then) => {
+    const { h, resend, campaign, op } = await resendSend({
+      recipients: 3,
+      faults: [{ kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" }, ...then],
+      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
+    });
+    await h.drain();
+
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
+    expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
+    // The rest is a batch of its own, under the key every later read of those rows makes.
+    const keys = [...new Set(resend.calls.map((call) => call.key))];
+    expect(keys).toHaveLength(2);
+    expect(resend.calls.filter((call) => call.key === keys[1]).every((call) => call.messages.length === 2)).toBe(true);
+    const bad = (await allDeliveries(h.t, campaign.id)).find((d) => d.email === "bad@invalid.example");
+    expect(bad).toMatchObject({ status: "failed", attempts: 1, error: { code: "resend_validation_error" } });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
+  });
+
   it("a request Resend refuses for good (a 4xx) fails the deliveries in it with Resend's reason: no other key is tried, nobody is mailed", async () => {
     const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: [{ kind: "status", status: 422, name: "validation_error", message: "Invalid `from` field" }] });
     await h.drain();
@@ -370,7 +393,7 @@ describe("crashes and redelivery", () => {
   it("a chunk with no provider slot soon enough waits as a fresh message: no request, no attempt spent, no retry of the message", async () => {
     // Every slot is taken for the next minute (other sends of the account).
     const busy = { at: Date.now() + 60_000, waitMs: 60_000, granted: false };
-    const pacer = { reserve: async () => busy, pause: async () => undefined, confirm: async () => true, restart: async () => true };
+    const pacer = { reserve: async () => busy, pause: async () => undefined, confirm: async (at: number) => Math.max(at, Date.now()), restart: async () => true };
     const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
     await seedSubscribers(h.t.workspace.id, 3);
     const resend = mockResend();
@@ -684,7 +707,7 @@ describe("consent at delivery time", () => {
         return { at: Date.now(), waitMs: 0, granted: true };
       },
       pause: async () => undefined,
-      confirm: async () => true,
+      confirm: async (at: number) => Math.max(at, Date.now()),
       restart: async () => true,
     };
     const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
@@ -725,7 +748,7 @@ describe("consent at delivery time", () => {
     const pacer = {
       reserve: async () => ({ at: Date.now() + 400, waitMs: 400, granted: true }),
       pause: async () => undefined,
-      confirm: async () => true,
+      confirm: async (at: number) => Math.max(at, Date.now()),
       restart: async () => true,
     };
     const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
@@ -756,7 +779,7 @@ describe("consent at delivery time", () => {
     const pacer = {
       reserve: async () => ({ at: Date.now() + (++slots === 1 ? 60 : 400), waitMs: 400, granted: true }),
       pause: async () => undefined,
-      confirm: async () => true,
+      confirm: async (at: number) => Math.max(at, Date.now()),
       restart: async () => true,
     };
     const h = await harness("live", { RESEND_PACER: { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"] });
@@ -867,7 +890,7 @@ describe("scheduling and the sweeper", () => {
   it("a send only waiting for a provider slot is not taken for a stalled one: the sweeper adds no second delivery chain", async () => {
     // A pacer with no slot in reach, as under a long backlog of other sends.
     const far = { at: Date.now() + 60_000, waitMs: 60_000, granted: false };
-    const pacer = { reserve: async () => far, pause: async () => {}, confirm: async () => true, restart: async () => true };
+    const pacer = { reserve: async () => far, pause: async () => {}, confirm: async (at: number) => Math.max(at, Date.now()), restart: async () => true };
     const namespace = { idFromName: () => ({}), get: () => pacer } as unknown as Env["RESEND_PACER"];
     const h = await harness("live", { RESEND_PACER: namespace });
     await seedSubscribers(h.t.workspace.id, 3);

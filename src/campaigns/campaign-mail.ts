@@ -99,7 +99,8 @@ export const testSend = async (
   const results = emails.map((email) => {
     // (A test send takes no look before its request: every address is in it.)
     const outcome = answer.kind === "answered" ? (answer.outcomes.get(email.deliveryId) ?? noOutcome) : undefined;
-    const error = answer.kind === "refused" ? answer.error : outcome?.kind === "failed" ? outcome.error : noOutcome.error;
+    // Refused (one address named, or the request): nothing was sent, to any of them.
+    const error = answer.kind === "refused" || answer.kind === "rejected" ? answer.error : outcome?.kind === "failed" ? outcome.error : noOutcome.error;
     return outcome?.kind === "sent"
       ? { email: email.to, status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
       : { email: email.to, status: "failed" as const, provider_message_id: null, error };

@@ -15,6 +15,7 @@ import type { BatchAnswer, DeliveryError } from "./integrations/types";
 // | answered (L taken, or its replay) | its outcome   | not mailed   | not mailed      | not mailed      |
 // | answered, taken earlier           | sent          | sent         | outcome unknown | not mailed      |
 // | refused, or retries exhausted     | failed        | unknown      | unknown         | not mailed      |
+// | rejected for one email named      | failed / not mailed (the others) | not mailed | not mailed | not mailed |
 // | no request (everyone left)        | -             | unknown      | unknown         | not mailed      |
 // | to be asked again                 | retry (costs an attempt) | retry | retry         | retry           |
 //
@@ -83,6 +84,9 @@ export const settleBatch = (
     }
     case "refused":
       return members.map((m) => ended(m, answer.error));
+    case "rejected":
+      // Every request of the batch held the email named (the last one did), so none was taken.
+      return members.map((m) => (m.id === answer.deliveryId ? { kind: "failed", error: answer.error, attempted: true } : notMailed(m)));
     case "unasked":
       return members.map((m) => ended(m, undefined));
     case "answered":

@@ -7,10 +7,13 @@ import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChu
 import type { BatchAnswer, DeliveryError, Integration, OutboundEmail } from "./integrations/types";
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import { markOperationWaiting, loadOperationState } from "./send.repository";
-import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, type StepDeps, type StepResult } from "./step";
+import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, type StepDeps, type StepResult, yieldToEventLoop } from "./step";
 
 // The delivery step of a send: one chunk of queued deliveries handed to the integration as one
 // provider batch, under the batch's idempotency key, and what came of it recorded in one write.
+
+/** Messages rendered between two yields to the isolate's other work (a few ms of CPU). */
+const RENDERS_BETWEEN_YIELDS = 10;
 
 /** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */
 export const MAX_DELIVERY_ATTEMPTS = 5;
@@ -110,26 +113,24 @@ const handOver = async (
 ): Promise<{ deferred: Extract<BatchAnswer, { kind: "deferred" }> } | { settlements: Settlement[]; retryAfterSeconds?: number }> => {
   const latest = Math.max(0, ...rows.map((row) => row.askedSeq));
   const local = new Map<string, DeliveryError>();
-  const composed = await Promise.all(
-    rows.map(async (row): Promise<OutboundEmail | undefined> => {
-      // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them; nor
-      // an old address (the subscriber's is another now), with the new one's data.
-      if (!row.active) local.set(row.id, recipientInactive);
-      else if (!row.sameAddress) local.set(row.id, recipientChanged);
-      // Not in the batch's latest request: never asked under its key again.
-      else if (row.askedSeq < latest) return undefined;
-      else {
-        try {
-          return await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
-        } catch (err) {
-          if (!(err instanceof TemplateError)) throw err;
-          local.set(row.id, renderFailed(err));
-        }
+  const emails: OutboundEmail[] = [];
+  for (const [i, row] of rows.entries()) {
+    // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them; nor
+    // an old address (the subscriber's is another now), with the new one's data.
+    if (!row.active) local.set(row.id, recipientInactive);
+    else if (!row.sameAddress) local.set(row.id, recipientChanged);
+    // Not in the batch's latest request: never asked under its key again.
+    else if (row.askedSeq < latest) continue;
+    else {
+      if (i > 0 && i % RENDERS_BETWEEN_YIELDS === 0) await yieldToEventLoop();
+      try {
+        emails.push(await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id));
+      } catch (err) {
+        if (!(err instanceof TemplateError)) throw err;
+        local.set(row.id, renderFailed(err));
       }
-      return undefined;
-    }),
-  );
-  const emails = composed.filter((email): email is OutboundEmail => email !== undefined);
+    }
+  }
 
   // Right before each request leaves (it may wait for the provider's rate first), one D1 batch looks
   // at consent again and numbers the request's members (deliveries.asked_seq).

@@ -9,7 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 // a pause has covered it since. Confirming records the moment the request leaves (the slot, or now
 // when the caller comes late), and a confirmation that would put more than `rps` starts in one
 // sliding second is refused too: a caller that woke late cannot crowd the callers that kept time.
-// A caller that confirmed in time and then woke late for its slot itself (its isolate busy) says so
+// A caller that cannot leave at the start recorded for it (its isolate busy, the answer slow) says so
 // before leaving, and its recorded start moves to when it really leaves, or it reserves again.
 
 export type PacerState = {
@@ -99,13 +99,14 @@ export const confirmSlot = (state: PacerState, now: number, at: number, rps: num
 };
 
 /**
- * A caller confirmed early recorded its request as leaving at its slot `at`; woken late (its isolate
- * busy with other work), it leaves `now` instead. Its start moves there if every window still holds
- * `count` starts or fewer; otherwise it is dropped, and the caller reserves again.
+ * A caller whose request was recorded as leaving at `start` could not leave then (its isolate was
+ * busy with other work, or the pacer's answer came back slowly), and leaves `now` instead. Its start
+ * moves there if every window still holds `count` starts or fewer; otherwise it is dropped, and the
+ * caller reserves again.
  */
-export const restartSlot = (state: PacerState, now: number, at: number, rps: number): { state: PacerState; granted: boolean } => {
+export const restartSlot = (state: PacerState, now: number, start: number, rps: number): { state: PacerState; granted: boolean } => {
   const starts = [...(state.starts ?? [])];
-  const own = starts.indexOf(at);
+  const own = starts.indexOf(start);
   if (own >= 0) starts.splice(own, 1);
   const without = { ...state, starts };
   const moved = confirmSlot(without, now, now, rps);
@@ -143,14 +144,15 @@ export class ResendPacer extends DurableObject<Env> {
     this.save(pauseUntil(this.state, Date.now(), retryAfterMs));
   }
 
-  confirm(at: number, rps: number): boolean {
-    const { state, granted } = confirmSlot(this.state, Date.now(), at, rps);
+  confirm(at: number, rps: number): number | null {
+    const now = Date.now();
+    const { state, granted } = confirmSlot(this.state, now, at, rps);
     this.save(state);
-    return granted;
+    return granted ? Math.max(at, now) : null;
   }
 
-  restart(at: number, rps: number): boolean {
-    const { state, granted } = restartSlot(this.state, Date.now(), at, rps);
+  restart(start: number, rps: number): boolean {
+    const { state, granted } = restartSlot(this.state, Date.now(), start, rps);
     this.save(state);
     return granted;
   }
@@ -168,16 +170,16 @@ export type Pacer = {
   reserve(rps: number, maxWaitMs: number): Promise<Reservation>;
   pause(retryAfterMs: number): Promise<void>;
   /**
-   * Just before the slot at `at`: false when a 429's pause has covered it since it was reserved, or
-   * when leaving now (the caller is late) would put more than the rate in one second; true records
-   * the request's start.
+   * Just before the slot at `at`: null when a 429's pause has covered it since it was reserved, or
+   * when leaving now (the caller is late) would put more than the rate in one second; otherwise the
+   * request's start is recorded, and this is when: the slot, or now for a caller that came late.
    */
-  confirm(at: number, rps: number): Promise<boolean>;
+  confirm(at: number, rps: number): Promise<number | null>;
   /**
-   * After the slot at `at` was confirmed early, from a caller woken too late to leave at it: true
-   * records its start as now instead; false drops it (leaving now would crowd a window).
+   * From a caller that could not leave at the start recorded for it (`start`, as `confirm` answered):
+   * true records its start as now instead; false drops it (leaving now would crowd a window).
    */
-  restart(at: number, rps: number): Promise<boolean>;
+  restart(start: number, rps: number): Promise<boolean>;
 };
 
 /** The pacer's stub, made on first use: resolving the integration (for /health, say) touches no binding. */

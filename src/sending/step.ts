@@ -13,6 +13,13 @@ export type StepResult = { retryAfterSeconds: number } | undefined;
 /** The queue's delivery count of the message being handled (1: its first). */
 export type Attempt = { attempts: number };
 
+/**
+ * Lets the isolate's timers and I/O run between bounded pieces of CPU work: a chunk rendering its
+ * hundred messages must not hold back another chunk's request waiting for its slot (the provider's
+ * rate is counted when requests arrive, not when they were meant to leave).
+ */
+export const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
 /** Deliveries per work message when the integration is not known (not configured here). */
 export const FALLBACK_CHUNK = 25;
 

@@ -53,13 +53,25 @@ export type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: n
  * The request's answer settles the batch: an outcome per email (in request order), or a refusal of
  * the whole request; `acceptedEarlier`: the key stands for a batch taken in an earlier request.
  */
-export type Settled = { kind: "done"; outcomes: EmailOutcome[]; acceptedEarlier: boolean } | { kind: "refused"; error: DeliveryError };
+export type Settled =
+  | { kind: "done"; outcomes: EmailOutcome[]; acceptedEarlier: boolean }
+  | { kind: "refused"; error: DeliveryError }
+  /** A 4xx naming one email of the request (strict validation): nothing in it was sent. */
+  | { kind: "rejected"; index: number; error: DeliveryError };
 export type Reply = Settled | Retryable | Deferred;
 
 const providerError = (status: number, body: { name?: unknown; message?: unknown } | undefined): DeliveryError => {
   const detail = typeof body?.message === "string" ? body.message : "";
   const code = typeof body?.name === "string" ? `resend_${body.name}` : `resend_http_${status}`;
   return { code, message: `Resend answered ${status}${detail ? `: ${detail}` : ""}` };
+};
+
+/** The index a 4xx names ("emails[3].to …"), when it names exactly one email of the request. */
+const namedIndex = (message: unknown, count: number): number | undefined => {
+  if (typeof message !== "string") return undefined;
+  const found = [...message.matchAll(/\[(\d+)\]/g)].map((m) => Number(m[1]));
+  const only = found[0];
+  return found.length === 1 && only !== undefined && only < count ? only : undefined;
 };
 
 const retryAfterMs = (res: Response): number | undefined => {
@@ -92,14 +104,14 @@ export const awaitSlot = async (config: ResendConfig, stop: AbortSignal, beforeC
     // Nobody left to ask: the slot is not confirmed (it lapses).
     if (beforeConfirm && !(await beforeConfirm())) return;
     if (stop.aborted) return abandoned;
-    if (!(await config.pacer.confirm(slot.at, config.rps))) continue;
-    const wait = slot.at - Date.now();
-    if (wait > 0) {
-      await sleep(wait);
-      // Woken late (the isolate was busy): the pacer recorded this request leaving at its slot, and
-      // leaving now could put one start too many into a second. It is told, and may send it back.
-      if (Date.now() - slot.at > LATE_MS && !(await config.pacer.restart(slot.at, config.rps))) continue;
-    }
+    const start = await config.pacer.confirm(slot.at, config.rps);
+    if (start === null) continue;
+    const wait = start - Date.now();
+    if (wait > 0) await sleep(wait);
+    // Past the start the pacer recorded (woken late while the isolate was busy, or its answer came
+    // back slowly): leaving now could put one start too many into a second. It is told, and may send
+    // the request back for another slot.
+    if (Date.now() - start > LATE_MS && !(await config.pacer.restart(start, config.rps))) continue;
     return;
   }
 };
@@ -161,6 +173,10 @@ const request = async (config: ResendConfig, emails: OutboundEmail[], body: stri
     // sent: sending again could mail everyone twice. Its messages' ids are unknown here.
     return { kind: "done", outcomes: emails.map(() => ({ kind: "sent", providerMessageId: null })), acceptedEarlier: true };
   }
+  // Resend validates strictly when it does not take the permissive header: one bad email is then
+  // named by index and nothing is sent.
+  const named = namedIndex(answer?.message, emails.length);
+  if (named !== undefined && emails.length > 1) return { kind: "rejected", index: named, error };
   return { kind: "refused", error };
 };
 
@@ -199,7 +215,7 @@ export const askIn = (config: ResendConfig, emails: OutboundEmail[], body: strin
         })
         .then((reply) => {
           pending--;
-          if (reply.kind === "done" || reply.kind === "refused") return finish(reply);
+          if (reply.kind === "done" || reply.kind === "refused" || reply.kind === "rejected") return finish(reply);
           if (reply.kind === "retry" && reply !== abandoned) failures.push(reply);
           if (reply.kind === "retry" && reply.error.code === "resend_concurrent_idempotent_requests") {
             hedging = false;

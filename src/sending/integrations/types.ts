@@ -44,6 +44,11 @@ export type BatchAnswer =
   /** The provider refused the last request for good (a 4xx): nothing in it was sent. */
   | { kind: "refused"; error: DeliveryError }
   /**
+   * The provider refused the last request because of one email in it (strict validation naming it):
+   * nothing in it was sent, nor in any earlier request of the batch (each held that email too).
+   */
+  | { kind: "rejected"; deliveryId: string; error: DeliveryError }
+  /**
    * A request left and got no answer that settles the batch (rate limited, provider or network
    * trouble, the provider may even have taken it): the batch is to be asked again, under its key.
    */
