@@ -220,6 +220,20 @@ describe("rendering", () => {
     expect(m.html?.match(/&#847;&zwnj;&nbsp;/g)).toHaveLength(90);
   });
 
+  it("puts no line break or control character into the Subject, whichever source it comes from; the footer names the newsletter on one line", () => {
+    // A name stored before names had to be one line: the fallback subject is folded like a rendered one.
+    const crlf = { name: "Line one\r\nBcc: x@example.com", address: null };
+    const m = renderMessage(compileCampaign(content({ subject: "{{ subscriber.location }}", html: "<p>x</p>" }), crlf), { ...bob, location: null }, URL);
+    expect(m.subject).toBe("Line one Bcc: x@example.com");
+    expect(m.text).toContain("you subscribed to Line one Bcc: x@example.com.\n");
+    expect(m.html).toContain("you subscribed to Line one Bcc: x@example.com.");
+    for (const name of ["A\u2028B", "A\u0085B", "A\rB", "A\nB"]) {
+      expect(renderMessage(compileCampaign(content({ subject: "{{ subscriber.name }}" }), { name, address: null }), { ...bob, name: null }, URL).subject).toBe("A B");
+    }
+    // A filter can make a control character out of text that has none.
+    expect(render({ subject: "A{{ '%00%07%0D%0A' | url_decode }}B{{ '%C2%9B' | url_decode }}C" }).subject).toBe("A B C");
+  });
+
   it("gives a message whose subject renders blank the newsletter's name as its subject", () => {
     const m = render({ subject: "{{ subscriber.name }}", text: "{{ campaign.subject }}" }, { ...bob, name: null });
     expect(m.subject).toBe("Weekly Notes");

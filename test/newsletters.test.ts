@@ -74,6 +74,19 @@ describe("newsletters", () => {
     expectError(await t.call("PATCH", `${t.ws}/newsletters/${n.body.data.id}`, { body: { from_name: "A\r\nB" } }), 400, "validation_failed", "from_name");
   });
 
+  it("keeps name on one line: it is the subject of a message whose own renders blank, and the footer's sentence", async () => {
+    const t = await tenant();
+    for (const name of ["Weekly\r\nBcc: victim@example.org", "Weekly\nNews", "Weekly\rNews", "Weekly\u2028News", "Weekly\u2029News"]) {
+      const res = await t.call("POST", `${t.ws}/newsletters`, { body: { name, from_email: "a@example.com" } });
+      expectError(res, 400, "validation_failed", "name");
+      expect(res.body.error.message).toBe("name must be a single line");
+    }
+    const n = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "\n Weekly \r\n", from_email: "a@example.com" } });
+    expect(n.body.data.name).toBe("Weekly");
+    expectError(await t.call("PATCH", `${t.ws}/newsletters/${n.body.data.id}`, { body: { name: "A\r\nB" } }), 400, "validation_failed", "name");
+    expectError(await t.call("POST", `${t.ws}/newsletters`, { body: { name: " \n ", from_email: "a@example.com" } }), 400, "validation_failed", "name");
+  });
+
   it("a PATCH whose every value is already there writes nothing: the newsletter as it is, updated_at unmoved", async () => {
     const t = await tenant();
     const n = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "a@example.com", address: "1 Main St" } });

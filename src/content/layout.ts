@@ -23,17 +23,26 @@ const PREHEADER_OPEN =
 const PREHEADER_PADDING = "&#847;&zwnj;&nbsp;".repeat(90);
 
 /**
+ * Text that goes into a header or onto one line of the footer: every line break (CR, LF, NEL, the
+ * Unicode line and paragraph separators) and every other control character (a filter such as
+ * `url_decode` can make one) becomes a space.
+ */
+export const oneLine = (value: string) => value.replace(/[\u0000-\u001F\u007F-\u009F\u2028\u2029]+/g, " ").trim();
+
+/**
  * The blocks of one newsletter's messages: everything but the preheader and the unsubscribe link is
  * fixed, so a message's blocks cost a few concatenations.
  */
 export const serviceBlocks = (newsletter: { name: string; address: string | null }) => {
+  // A name saved before names had to be one line may still hold a line break: the footer's sentence stays one.
+  const name = oneLine(newsletter.name);
   // Its lines as lines in every client (not all of them apply `white-space`).
   const htmlAddress = newsletter.address ? `<p style="margin:8px 0 0">${escapeHtml(newsletter.address).replace(/\r?\n/g, "<br>")}</p>` : "";
   const htmlBefore =
     '<div style="margin:32px 0 0;padding:16px 0 0;border-top:1px solid #e5e5e5;font:12px/1.5 Arial,sans-serif;color:#666666">' +
-    `<p style="margin:0">You receive this email because you subscribed to ${escapeHtml(newsletter.name)}. <a href="`;
+    `<p style="margin:0">You receive this email because you subscribed to ${escapeHtml(name)}. <a href="`;
   const htmlAfter = `" style="color:#666666">Unsubscribe</a></p>${htmlAddress}</div>`;
-  const textBefore = `\n\n--\nYou receive this email because you subscribed to ${newsletter.name}.\nUnsubscribe: `;
+  const textBefore = `\n\n--\nYou receive this email because you subscribed to ${name}.\nUnsubscribe: `;
   const textAfter = newsletter.address ? `\n${newsletter.address.replace(/\r\n?/g, "\n")}` : "";
   return (preheader: string, unsubscribeUrl: string): ServiceBlocks => ({
     preheader: preheader ? `${PREHEADER_OPEN}${escapeHtml(preheader)}${PREHEADER_PADDING}</div>` : "",

@@ -2,7 +2,7 @@ import { type Template, TokenKind } from "liquidjs";
 import { type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
 import { deriveTextTemplate, htmlToText, lineFeeds, tidyText } from "./html-text";
-import { blockMarker, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
+import { blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, TemplateError, type TemplateField } from "./validate";
 
@@ -118,9 +118,6 @@ const tryParse = (source: string): Template[] | null => {
   }
 };
 
-/** A header's text: every line break (CR, LF, NEL, the Unicode line and paragraph separators) becomes a space. */
-const oneLine = (value: string) => value.replace(/[\r\n\u0085\u2028\u2029]+/g, " ").trim();
-
 const part = (field: TemplateField, render: () => string): string => {
   try {
     return render();
@@ -141,8 +138,10 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   };
   const renderer = new MessageRenderer(renderContext(scope), campaign.outputs);
   // A subject that renders blank for this recipient (`{{ subscriber.name }}` and no name) is the
-  // newsletter's name: a message never goes out without one.
-  const subject = part("subject", () => oneLine(renderer.render(campaign.subject, MAX_RENDERED.subject))) || campaign.newsletter.name;
+  // newsletter's name: a message never goes out without one. Whichever it is, it becomes the Subject
+  // header here, and only here: one line, no control character.
+  const rendered = part("subject", () => renderer.render(campaign.subject, MAX_RENDERED.subject));
+  const subject = oneLine(oneLine(rendered) === "" ? campaign.newsletter.name : rendered);
   scope.campaign = { subject };
   // The scope has grown: nothing evaluated before it is reused after.
   renderer.forget();

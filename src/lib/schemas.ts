@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { article } from "../errors/zod-messages";
 import { EMAIL_MAX_LENGTH, emailAddressProblem } from "./email";
 import { idPrefixes, type IdKind } from "./ids";
-import { emailPattern, optionalEmailPattern, optionalLinePattern, optionalTextPattern, rawTextPattern, requiredTextPattern } from "./text-patterns";
+import { emailPattern, optionalEmailPattern, optionalLinePattern, optionalTextPattern, rawTextPattern, requiredLinePattern, requiredTextPattern } from "./text-patterns";
 
 /** A path id: validated against its prefix, so `sub_…` in a workspace slot is a 400, not a 404. */
 export const idParam = (kind: IdKind, name: string) =>
@@ -77,12 +77,23 @@ export const optionalText = (max: number) =>
     .nullable()
     .optional();
 
+const LINE_BREAK = /[\r\n\u2028\u2029]/;
+
+/** Required text that ends up in a mail header (a newsletter's name, its subject when none renders): one line. */
+export const requiredLine = (max: number) =>
+  bodyString()
+    .trim()
+    .min(1)
+    .check(atMostCharacters(max))
+    .refine((value) => !LINE_BREAK.test(value), { error: "must be a single line" })
+    .openapi({ pattern: requiredLinePattern(max), description: `One line of 1 to ${max} characters after trimming.` });
+
 /** Optional text that ends up in a mail header (a display name): as optionalText, on one line. */
 export const optionalLine = (max: number) =>
   bodyString()
     .trim()
     .check(atMostCharacters(max))
-    .refine((value) => !/[\r\n\u2028\u2029]/.test(value), { error: "must be a single line" })
+    .refine((value) => !LINE_BREAK.test(value), { error: "must be a single line" })
     .openapi({ pattern: optionalLinePattern(max) })
     .transform(blankToNull)
     .nullable()

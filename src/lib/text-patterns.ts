@@ -29,8 +29,14 @@ export const optionalTextPattern = (max: number) => `^${WS}*(?:${trimmedCore(max
 /** A character of one-line text: no line break (nor a Unicode line or paragraph separator). */
 const LINE_CHAR = `(?:${PAIR}|[^${CONTROL}\\n\\r\\u2028\\u2029\\uD800-\\uDFFF])`;
 
+/** One line of 1 to `max` characters once trimmed (max ≥ 2). */
+const lineCore = (max: number) => `${VISIBLE}(?:${LINE_CHAR}{0,${max - 2}}${VISIBLE})?`;
+
 /** Optional one-line text: blank (none), or at most `max` characters after trimming, with no line break inside. */
-export const optionalLinePattern = (max: number) => `^${WS}*(?:${VISIBLE}(?:${LINE_CHAR}{0,${max - 2}}${VISIBLE})?${WS}*)?$`;
+export const optionalLinePattern = (max: number) => `^${WS}*(?:${lineCore(max)}${WS}*)?$`;
+
+/** Required one-line text: 1 to `max` characters after trimming, with no line break inside. */
+export const requiredLinePattern = (max: number) => `^${WS}*${lineCore(max)}${WS}*$`;
 
 /** Untrimmed text of any length (its limit stated elsewhere, e.g. in bytes). */
 export const anyTextPattern = `^${CHAR}*$`;

@@ -9,7 +9,7 @@ import {
   optionalEmailAddress,
   optionalLine,
   optionalText,
-  requiredText,
+  requiredLine,
   WorkspaceParams,
 } from "../lib/schemas";
 import { iso } from "../lib/time";
@@ -38,9 +38,14 @@ const addressField = optionalText(500).openapi({
   example: "Acme Inc., 1 Main Street, Springfield",
 });
 
+const nameField = requiredLine(200).openapi({
+  description:
+    "The newsletter's name: one line of 1 to 200 characters, trimmed (it is the subject of a message whose own subject renders blank, and is named in every footer).",
+});
+
 export const CreateNewsletterBody = z
   .strictObject({
-    name: requiredText(200),
+    name: nameField,
     from_email: emailAddress("The sender address every campaign of this newsletter is sent from."),
     from_name: optionalLine(200).openapi({ description: "The sender's display name: one line of at most 200 characters, trimmed; `null` or blank: none." }),
     reply_to: optionalEmailAddress("Where replies go."),
@@ -50,7 +55,7 @@ export const CreateNewsletterBody = z
 
 export const UpdateNewsletterBody = z
   .strictObject({
-    name: requiredText(200).optional(),
+    name: nameField.optional(),
     from_email: emailAddress("The sender address every campaign of this newsletter is sent from.").optional(),
     from_name: optionalLine(200).openapi({ description: "The sender's display name: one line; `null` or blank: none." }),
     reply_to: optionalEmailAddress("Where replies go."),
