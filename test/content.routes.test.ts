@@ -195,6 +195,17 @@ describe("preview", () => {
     expect(p.text).toContain(`Unsubscribe: ${p.headers["List-Unsubscribe"].slice(1, -1)}`);
   });
 
+  it("shows the postal address when the template places its own unsubscribe link but not the address", async () => {
+    const t = await tenant();
+    const c = await campaignWith(t, { html: '<html><body><p>Hi</p><p><a href="{{ unsubscribe_url }}">Leave</a></p></body></html>' });
+    const p = (await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`)).body.data;
+    expect(p.html).toMatch(/<div [^>]*><p [^>]*>1 Main Street, Springfield<\/p><\/div><\/body><\/html>$/);
+    expect(p.text).toMatch(/\n\n--\n1 Main Street, Springfield$/);
+    const printed = await campaignWith(t, { html: '<p>{{ newsletter.address }} <a href="{{ unsubscribe_url }}">Leave</a></p>' });
+    const q = (await t.call("POST", `${t.ws}/campaigns/${printed.id}/preview`)).body.data;
+    expect(q.html.match(/1 Main Street/g)).toHaveLength(1);
+  });
+
   it("renders for a subscriber of the workspace, escaped in html; another workspace's is a 400", async () => {
     const t = await tenant();
     const c = await campaignWith(t, { html: HTML });

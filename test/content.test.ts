@@ -176,7 +176,7 @@ describe("rendering", () => {
       { ...bob, name: null, location: "paris" },
     );
     expect(m.subject).toBe("FRIEND");
-    expect(m.text).toBe(`Paris bob@example.com vip,beta import Weekly Notes FRIEND ${URL}`);
+    expect(m.text).toBe(`Paris bob@example.com vip,beta import Weekly Notes FRIEND ${URL}\n\n--\n1 Main Street, Springfield`);
   });
 
   it("strips line breaks from the rendered subject", () => {
@@ -275,12 +275,47 @@ describe("rendering", () => {
   });
 
   it("adds no footer where the template places unsubscribe_url itself", () => {
-    const m = render({ html: '<p>Body <a href="{{ unsubscribe_url }}">leave</a></p>', text: "Body. Leave: {{ unsubscribe_url }}" });
+    const bare = (over: Partial<CampaignContent>) => renderMessage(compileCampaign(content(over), { ...newsletter, address: null }), bob, URL);
+    const m = bare({ html: '<p>Body <a href="{{ unsubscribe_url }}">leave</a></p>', text: "Body. Leave: {{ unsubscribe_url }}" });
     expect(m.html).toBe(`<p>Body <a href="${URL}">leave</a></p>`);
     expect(m.text).toBe(`Body. Leave: ${URL}`);
     // Derived from an html that places it: the link is in the text, once.
-    const derived = render({ html: '<p>Body <a href="{{ unsubscribe_url }}">leave</a></p>' });
+    const derived = bare({ html: '<p>Body <a href="{{ unsubscribe_url }}">leave</a></p>' });
     expect(derived.text).toBe(`Body leave <${URL}>`);
+  });
+
+  it("never drops the postal address: a template that places the link but not the address gets the address alone, in html and text", () => {
+    const addressOnly = /<div [^>]*><p [^>]*>1 Main Street, Springfield<\/p><\/div><\/body>/;
+    const own = '<body><p>Body <a href="{{ unsubscribe_url }}">leave</a></p></body>';
+    const m = render({ html: own });
+    expect(m.html).toMatch(addressOnly);
+    expect(m.html).not.toContain("Unsubscribe</a>");
+    expect(m.html?.match(/1 Main Street/g)).toHaveLength(1);
+    expect(m.text).toBe(`Body leave <${URL}>\n\n--\n1 Main Street, Springfield`);
+    // The same through liquidjs's renderer (a tag in the part), and from the rendered html.
+    expect(render({ html: `<body>{% if true %}<p>Body <a href="{{ unsubscribe_url }}">leave</a></p>{% endif %}</body>` }).html).toMatch(addressOnly);
+    expect(render({ html: '<body><p class="{% if true %}a{% endif %}">Body <a href="{{ unsubscribe_url }}">leave</a></p></body>' }).text).toMatch(/\n\n--\n1 Main Street, Springfield$/);
+    // A written text part that places the link but not the address.
+    expect(render({ html: own, text: "Body. Leave: {{ unsubscribe_url }}" }).text).toBe(`Body. Leave: ${URL}\n\n--\n1 Main Street, Springfield`);
+    // Lines kept.
+    const lines = renderMessage(compileCampaign(content({ html: own }), { name: "N", address: "1 Main St\r\nSpringfield" }), bob, URL);
+    expect(lines.html).toContain(">1 Main St<br>Springfield</p></div></body>");
+    expect(lines.text).toMatch(/\n--\n1 Main St\nSpringfield$/);
+  });
+
+  it("offers newsletter.address to templates: a message that prints it (or writes it out) gets no second copy", () => {
+    const printed = render({ html: '<body><p>Acme, {{ newsletter.address }}. <a href="{{ unsubscribe_url }}">leave</a></p></body>' });
+    expect(printed.html).toBe(`<body><p>Acme, 1 Main Street, Springfield. <a href="${URL}">leave</a></p></body>`);
+    expect(printed.text).toBe(`Acme, 1 Main Street, Springfield. leave <${URL}>`);
+    const written = render({ html: '<p>1 Main Street,<br>Springfield</p><p><a href="{{ unsubscribe_url }}">leave</a></p>', text: "{{ newsletter.address }} {{ unsubscribe_url }}" });
+    expect(written.html?.match(/Main Street/g)).toHaveLength(1);
+    expect(written.text).toBe(`1 Main Street, Springfield ${URL}`);
+    // Escaped like any value, and empty without an address.
+    const odd = renderMessage(compileCampaign(content({ html: "<p>{{ newsletter.address }}</p>", text: "{{ newsletter.address }}|" }), { name: "N", address: "A & B <C>" }), bob, URL);
+    expect(odd.html).toMatch(/^<p>A &amp; B &lt;C&gt;<\/p>/);
+    expect(odd.text).toMatch(/^A & B <C>\|/);
+    expect(renderMessage(compileCampaign(content({ text: "[{{ newsletter.address }}]" }), { name: "N", address: null }), bob, URL).text).toMatch(/^\[\]/);
+    expect(() => validateCampaignContent(content({ html: "<p>{{ newsletter.address }}</p>" }))).not.toThrow();
   });
 
   it("decides the footer per message: a link in a branch not taken, or assigned and never shown, still gets it", () => {
@@ -288,7 +323,7 @@ describe("rendering", () => {
     const branch = '<p>Hi</p>{% if subscriber.location == "Paris" %}<a href="{{ unsubscribe_url }}">leave</a>{% endif %}';
     const paris = render({ html: branch });
     expect(paris.html).not.toMatch(footer);
-    expect(paris.text).toBe(`Hi\n\nleave <${URL}>`);
+    expect(paris.text).toBe(`Hi\n\nleave <${URL}>\n\n--\n1 Main Street, Springfield`);
     const elsewhere = render({ html: branch }, { ...bob, location: "Rome" });
     expect(elsewhere.html).toMatch(footer);
     expect(elsewhere.text).toContain(`\n--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);

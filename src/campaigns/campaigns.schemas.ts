@@ -36,7 +36,7 @@ const templateField = (maxBytes: number, description: string, example: string) =
 };
 
 const TEMPLATE_NOTE =
-  "A Liquid template (variables `subscriber.email`, `subscriber.name`, `subscriber.tags`, `subscriber.location`, `subscriber.source`, `campaign.subject`, `newsletter.name`, `unsubscribe_url`; filters such as `default`, `upcase`, `capitalize`), checked when saved: a syntax error or an unknown variable is a 400 `validation_failed` naming this field and the line.";
+  "A Liquid template (variables `subscriber.email`, `subscriber.name`, `subscriber.tags`, `subscriber.location`, `subscriber.source`, `campaign.subject`, `newsletter.name`, `newsletter.address`, `unsubscribe_url`; filters such as `default`, `upcase`, `capitalize`), checked when saved: a syntax error or an unknown variable is a 400 `validation_failed` naming this field and the line. A message that does not show `unsubscribe_url` gets the service's footer (the link and the newsletter's `address`); one that shows the link but not the address gets a footer with the address alone.";
 
 export const htmlField = templateField(
   CONTENT_LIMITS.html,

@@ -22,6 +22,13 @@ const PREHEADER_OPEN =
  */
 const PREHEADER_PADDING = "&#847;&zwnj;&nbsp;".repeat(90);
 
+const FOOTER_OPEN = '<div style="margin:32px 0 0;padding:16px 0 0;border-top:1px solid #e5e5e5;font:12px/1.5 Arial,sans-serif;color:#666666">';
+
+/** The postal address in the html footer: its lines as lines in every client (not all of them apply `white-space`). */
+const htmlAddressLines = (address: string, margin: string) => `<p style="${margin}">${escapeHtml(address).replace(/\r\n?|\n/g, "<br>")}</p>`;
+
+const lineFeedsOf = (text: string) => text.replace(/\r\n?/g, "\n");
+
 /**
  * Text that goes into a header or onto one line of the footer: every line break (CR, LF, NEL, the
  * Unicode line and paragraph separators) and every other control character (a filter such as
@@ -36,14 +43,11 @@ export const oneLine = (value: string) => value.replace(/[\u0000-\u001F\u007F-\u
 export const serviceBlocks = (newsletter: { name: string; address: string | null }) => {
   // A name saved before names had to be one line may still hold a line break: the footer's sentence stays one.
   const name = oneLine(newsletter.name);
-  // Its lines as lines in every client (not all of them apply `white-space`).
-  const htmlAddress = newsletter.address ? `<p style="margin:8px 0 0">${escapeHtml(newsletter.address).replace(/\r?\n/g, "<br>")}</p>` : "";
-  const htmlBefore =
-    '<div style="margin:32px 0 0;padding:16px 0 0;border-top:1px solid #e5e5e5;font:12px/1.5 Arial,sans-serif;color:#666666">' +
-    `<p style="margin:0">You receive this email because you subscribed to ${escapeHtml(name)}. <a href="`;
+  const htmlAddress = newsletter.address ? htmlAddressLines(newsletter.address, "margin:8px 0 0") : "";
+  const htmlBefore = `${FOOTER_OPEN}<p style="margin:0">You receive this email because you subscribed to ${escapeHtml(name)}. <a href="`;
   const htmlAfter = `" style="color:#666666">Unsubscribe</a></p>${htmlAddress}</div>`;
   const textBefore = `\n\n--\nYou receive this email because you subscribed to ${name}.\nUnsubscribe: `;
-  const textAfter = newsletter.address ? `\n${newsletter.address.replace(/\r\n?/g, "\n")}` : "";
+  const textAfter = newsletter.address ? `\n${lineFeedsOf(newsletter.address)}` : "";
   return (preheader: string, unsubscribeUrl: string): ServiceBlocks => ({
     preheader: preheader ? `${PREHEADER_OPEN}${escapeHtml(preheader)}${PREHEADER_PADDING}</div>` : "",
     footer_html: `${htmlBefore}${escapeHtml(unsubscribeUrl)}${htmlAfter}`,
@@ -123,11 +127,53 @@ export class CommentState {
  * A rendered part without the footer written at `at`, when the part shows the unsubscribe link
  * elsewhere: in html, as a link a reader can follow (linksAt); in text, anywhere. As it is otherwise.
  */
-export const withoutRedundantFooter = (out: string, footer: string, at: number | undefined, url: string, html: boolean): string => {
+export const withoutRedundantFooter = (out: string, footer: string, at: number | undefined, url: string, html: boolean, address?: AddressFooter | null): string => {
   if (at === undefined || !out.startsWith(footer, at)) return out;
   for (let i = out.indexOf(url); i !== -1; i = out.indexOf(url, i + 1)) {
     if (i >= at && i < at + footer.length) continue;
-    if (!html || linksAt(out, i)) return out.slice(0, at) + out.slice(at + footer.length);
+    if (!html || linksAt(out, i)) return withoutShownFooterAt(out, at, footer.length, address);
   }
   return out;
+};
+
+/**
+ * The newsletter's postal address as a footer of its own, for a part that shows the unsubscribe
+ * link itself (and so goes without the service's footer) but not the address: anti-spam laws want
+ * the address in every message, and the author may have placed only the link.
+ */
+export type AddressFooter = { footer: string; shownIn: (out: string) => boolean };
+
+/** The part with the `length` characters of footer at `at` taken out, and the address alone in their place unless the part shows it. */
+export const withoutShownFooterAt = (out: string, at: number, length: number, address: AddressFooter | null | undefined): string => {
+  const without = out.slice(0, at) + out.slice(at + length);
+  if (!address || address.shownIn(without)) return without;
+  return out.slice(0, at) + address.footer + out.slice(at + length);
+};
+
+const REGEXP_SPECIAL = /[.*+?^${}()|[\]\\]/g;
+/** How an html template may print each character escaping changes: as it is (a literal in the template), or escaped (an output). */
+const HTML_FORMS: Record<string, string> = { "&": "(?:&|&amp;|&#38;)", "<": "(?:<|&lt;|&#60;)", ">": "(?:>|&gt;|&#62;)", '"': '(?:"|&quot;|&#34;)', "'": "(?:'|&#39;|&apos;)" };
+const wordPattern = (word: string, html: boolean) =>
+  [...word].map((ch) => (html && HTML_FORMS[ch]) || ch.replace(REGEXP_SPECIAL, "\\$&")).join("");
+
+/**
+ * Whether a part rendered from `source` shows `address`: its words in order, whatever whitespace
+ * (in html also `<br>` or `&nbsp;`) stands between them. A template that neither names a variable
+ * `…address…` nor writes the address's first word cannot show it, so most messages need no search.
+ */
+const addressShownIn = (address: string, source: string, html: boolean): ((out: string) => boolean) => {
+  const words = address.trim().split(/\s+/);
+  const first = words[0] ?? "";
+  if (!source.includes("address") && !source.includes(first) && !source.includes(escapeHtml(first))) return () => false;
+  const pattern = new RegExp(words.map((word) => wordPattern(word, html)).join(html ? "(?:\\s|&nbsp;|&#160;|<br\\s*/?>)+" : "\\s+"));
+  return (out) => pattern.test(out);
+};
+
+/** The address footers of a newsletter's messages (null without an address), for parts rendered from `htmlSource` and `textSource`. */
+export const addressFooters = (address: string | null, htmlSource: string, textSource: string): { html: AddressFooter; text: AddressFooter } | null => {
+  if (!address) return null;
+  return {
+    html: { footer: `${FOOTER_OPEN}${htmlAddressLines(address, "margin:0")}</div>`, shownIn: addressShownIn(address, htmlSource, true) },
+    text: { footer: `\n\n--\n${lineFeedsOf(address)}`, shownIn: addressShownIn(address, textSource, false) },
+  };
 };

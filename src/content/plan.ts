@@ -1,6 +1,6 @@
 import { type Context, type FilterImplOptions, Output, type Template, TokenKind, TypeGuards, toValue, toValueSync, Value } from "liquidjs";
 import { type Engine, HTML_OWN_FILTERS, OutputTooLarge, renderContext, renderIn, ServiceBlockTag, stringify, writeBlock } from "./engine";
-import { type BlockName, CommentState, linksAt, withoutRedundantFooter } from "./layout";
+import { type AddressFooter, type BlockName, CommentState, linksAt, withoutRedundantFooter, withoutShownFooterAt } from "./layout";
 
 // Most campaign templates are text and outputs only, no tags. Such a part is rendered from a flat
 // list of steps instead of through liquidjs's renderer: the same parsed outputs, without a generator
@@ -183,7 +183,7 @@ export class MessageRenderer {
 
   private withoutShownFooter(out: string, link: FooterLink): string {
     const scope = this.ctx.environments as { _blocks?: Record<BlockName, string>; _blockAt?: Partial<Record<BlockName, number>> };
-    return withoutRedundantFooter(out, scope._blocks?.[link.footer] ?? "", scope._blockAt?.[link.footer], link.url, link.footer === "footer_html");
+    return withoutRedundantFooter(out, scope._blocks?.[link.footer] ?? "", scope._blockAt?.[link.footer], link.url, link.footer === "footer_html", link.address);
   }
 
   /**
@@ -200,8 +200,8 @@ export class MessageRenderer {
       if (step.kind === "text") out += step.text;
       else if (step.kind === "block") {
         if (step.name === link?.footer) {
-          if (shown) continue;
           footerAt = out.length;
+          if (shown) continue;
           const footer = writeBlock(this.ctx, step.name, out.length);
           footerLength = footer.length;
           out += footer;
@@ -218,9 +218,12 @@ export class MessageRenderer {
         out += text;
       }
     }
-    return footerAt >= 0 && shown ? out.slice(0, footerAt) + out.slice(footerAt + footerLength) : out;
+    return footerAt >= 0 && shown ? withoutShownFooterAt(out, footerAt, footerLength, link?.address) : out;
   }
 }
 
-/** A part whose footer (block `footer`) goes only where the message does not show `url` itself. */
-export type FooterLink = { url: string; footer: BlockName };
+/**
+ * A part whose footer (block `footer`) goes only where the message does not show `url` itself; where
+ * it does, `address` (the newsletter's, when set) stands in the footer's place unless the part shows it.
+ */
+export type FooterLink = { url: string; footer: BlockName; address?: AddressFooter | null };

@@ -2,7 +2,7 @@ import { type Template, TokenKind } from "liquidjs";
 import { type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
 import { deriveTextTemplate, htmlToText, lineFeeds, tidyText } from "./html-text";
-import { blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
+import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, TemplateError, type TemplateField } from "./validate";
 
@@ -48,6 +48,8 @@ export type CompiledCampaign = {
   text: TextPart;
   newsletter: NewsletterContent;
   blocks: (preheader: string, unsubscribeUrl: string) => ServiceBlocks;
+  /** The newsletter's address alone, for a part that shows the unsubscribe link but not the address (null: no address). */
+  address: { html: AddressFooter; text: AddressFooter } | null;
   /** How many distinct outputs the parts rendered step by step have. */
   outputs: number;
 };
@@ -94,7 +96,8 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   } else {
     text = { kind: "fallback" };
   }
-  return { subject, preheader, html, htmlLinked, text, newsletter, blocks: serviceBlocks(newsletter), outputs: slots?.size ?? 0 };
+  const address = addressFooters(newsletter.address, content.html ?? "", content.text ?? content.html ?? "");
+  return { subject, preheader, html, htmlLinked, text, newsletter, blocks: serviceBlocks(newsletter), address, outputs: slots?.size ?? 0 };
 };
 
 /** The source ranges of a parsed template's top-level text: where the service's markers may go. */
@@ -133,7 +136,7 @@ const part = (field: TemplateField, render: () => string): string => {
 export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, unsubscribeUrl: string): RenderedMessage => {
   const scope: Record<string, unknown> = {
     subscriber: recipient,
-    newsletter: { name: campaign.newsletter.name },
+    newsletter: { name: campaign.newsletter.name, address: campaign.newsletter.address },
     unsubscribe_url: unsubscribeUrl,
   };
   const renderer = new MessageRenderer(renderContext(scope), campaign.outputs);
@@ -150,9 +153,9 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   const at: BlockOffsets = {};
   scope._blocks = blocks;
   scope._blockAt = at;
-  const htmlLink = campaign.htmlLinked ? { url: unsubscribeUrl, footer: "footer_html" as const } : undefined;
+  const htmlLink = campaign.htmlLinked ? { url: unsubscribeUrl, footer: "footer_html" as const, address: campaign.address?.html } : undefined;
   const html = campaign.html ? part("html", () => renderer.render(campaign.html as Part, MAX_RENDERED.html, htmlLink)) : null;
-  const text = part("text", () => renderText(campaign.text, renderer, blocks, at, unsubscribeUrl, preheader || subject));
+  const text = part("text", () => renderText(campaign.text, renderer, blocks, at, unsubscribeUrl, preheader || subject, campaign.address?.text));
   return {
     subject,
     html,
@@ -162,22 +165,23 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
 };
 
 /**
- * The text part; its footer is left out when the message shows the unsubscribe link itself. Text
- * derived from an html that has none to give (images only, say) is the fallback's: the preheader,
- * else the subject.
+ * The text part; its footer is left out when the message shows the unsubscribe link itself (the
+ * address alone stands there, unless the part shows it too). Text derived from an html that has none
+ * to give (images only, say) is the fallback's: the preheader, else the subject.
  */
-const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBlocks, at: BlockOffsets, url: string, fallback: string): string => {
+const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBlocks, at: BlockOffsets, url: string, fallback: string, address: AddressFooter | undefined): string => {
   const fallbackText = () => `${fallback}${blocks.footer_text}`;
   switch (text.kind) {
     case "template": {
-      const out = renderer.render(text.part, MAX_RENDERED.text, text.linked ? { url, footer: "footer_text" } : undefined);
+      const out = renderer.render(text.part, MAX_RENDERED.text, text.linked ? { url, footer: "footer_text", address } : undefined);
       if (text.derived && isBlank(out, blocks.footer_text, at.footer_text)) return fallbackText();
       return text.tidy ? tidyText(out) : lineFeeds(out);
     }
     case "from_rendered_html": {
       const converted = htmlToText(renderer.render(text.html, MAX_RENDERED.html));
       if (converted.trim() === "") return fallbackText();
-      return tidyText(converted.includes(url) ? converted : converted + blocks.footer_text);
+      if (!converted.includes(url)) return tidyText(converted + blocks.footer_text);
+      return tidyText(address && !address.shownIn(converted) ? converted + address.footer : converted);
     }
     case "fallback":
       return fallbackText();

@@ -31,13 +31,13 @@ export const MAX_LIQUID_PIECES = 10_000;
 const VARIABLES: Record<string, readonly string[] | null> = {
   subscriber: ["email", "name", "tags", "location", "source"],
   campaign: ["subject"],
-  newsletter: ["name"],
+  newsletter: ["name", "address"],
   unsubscribe_url: null,
 };
 /** Liquid's own properties of any value (`subscriber.tags.size`, `subscriber.tags.first`). */
 const VALUE_PROPERTIES = new Set(["size", "first", "last"]);
 
-export const variableList = "subscriber.email, subscriber.name, subscriber.tags, subscriber.location, subscriber.source, campaign.subject, newsletter.name, unsubscribe_url";
+export const variableList = "subscriber.email, subscriber.name, subscriber.tags, subscriber.location, subscriber.source, campaign.subject, newsletter.name, newsletter.address, unsubscribe_url";
 
 const engineFor = (field: TemplateField): Engine => (field === "html" ? htmlEngine : plainEngine);
 
