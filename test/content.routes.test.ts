@@ -229,7 +229,7 @@ describe("what the service adds to the html", () => {
     const html = '{% assign open = "<body>" %}<html><body><p>Hi {{ "</body>" }}</p></body></html>{% assign close = "</body>" %}';
     const c = await campaignWith(t, { preheader: "Inside", html });
     const p = (await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`)).body.data;
-    expect(p.html).toMatch(/^<html><body><div style="display:none[^"]*">Inside(?:&#847;&zwnj;&nbsp;)+<\/div><p>Hi &lt;\/body&gt;<\/p><div style=/);
+    expect(p.html).toMatch(/^<html><body><div style="display:none[^"]*">Inside(?:&#847;&zwnj;&nbsp;)+<\/div><p>Hi &lt;\/body&gt;<\/p><div dir="ltr" lang="en" style=/);
     expect(p.html).toMatch(/Unsubscribe<\/a><\/p><p [^>]*>1 Main Street, Springfield<\/p><\/div><\/body><\/html>$/);
   });
 });

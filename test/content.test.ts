@@ -204,7 +204,7 @@ describe("rendering", () => {
   });
 
   it("gives an html with no text of its own (images only, or blank) the preheader, else the subject, as its text part", () => {
-    const footer = `\n\n--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`;
+    const footer = `\n\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`;
     expect(render({ preheader: "This week's picture", html: '<p><img src="https://example.com/a.png" alt=""></p>' }).text).toBe(`This week's picture${footer}`);
     expect(render({ html: "   " }).text).toBe(`Hello${footer}`);
     // Converted after rendering (a tag inside an attribute): the same.
@@ -266,12 +266,24 @@ describe("rendering", () => {
   it("adds the footer with the unsubscribe link and the address when the template does not place the link", () => {
     const m = render({ html: "<html><body><p>Body</p></body></html>", text: "Plain body" });
     expect(m.html).toMatch(/<p>Body<\/p><div [^>]*>.*<a href="https:\/\/news\.example\.com\/u\/TOKEN"[^>]*>Unsubscribe<\/a>.*1 Main Street, Springfield.*<\/div><\/body><\/html>$/);
-    expect(m.text).toBe(`Plain body\n\n--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`);
+    expect(m.text).toBe(`Plain body\n\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`);
     const lines = renderMessage(compileCampaign(content({ html: "<p>x</p>" }), { name: "N", address: "1 Main St <Suite 2>\nSpringfield & Co" }), bob, URL);
     expect(lines.html).toContain("<p style=\"margin:8px 0 0\">1 Main St &lt;Suite 2&gt;<br>Springfield &amp; Co</p>");
     expect(lines.text).toMatch(/1 Main St <Suite 2>\nSpringfield & Co$/);
     const noAddress = renderMessage(compileCampaign(content({ html: "<p>x</p>" }), { name: "N", address: null }), bob, URL);
     expect(noAddress.html).toContain("Unsubscribe</a></p></div>");
+  });
+
+  it("sets the footer as part of the message: centred at 600 px with side padding, in the template's own colour, English and left-to-right inside a right-to-left message", () => {
+    const m = render({ html: '<html dir="rtl" lang="ar"><body style="background:#0d0d12;color:#e5e5e5"><p>مرحبا</p></body></html>' });
+    const footer = m.html?.match(/<div [^>]*>(?:(?!<div).)*Unsubscribe<\/a>.*<\/div>(?=<\/body>)/)?.[0] ?? "";
+    expect(footer).toMatch(/^<div dir="ltr" lang="en" style="[^"]*max-width:600px;margin:32px auto 0;padding:16px 16px 0;[^"]*text-align:center/);
+    // No fixed grey: the text (and its link) take the template's colour, lighter.
+    expect(footer).not.toMatch(/(?<!-)color:#/);
+    expect(footer).toMatch(/opacity:0\.75/);
+    expect(footer).toContain('style="color:inherit;text-decoration:underline">Unsubscribe</a>');
+    expect(footer).toContain("You’re receiving this email because you subscribed to Weekly Notes.");
+    expect(m.text).toContain("\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\n");
   });
 
   it("adds no footer where the template places unsubscribe_url itself", () => {
@@ -326,12 +338,12 @@ describe("rendering", () => {
     expect(paris.text).toBe(`Hi\n\nleave <${URL}>\n\n--\n1 Main Street, Springfield`);
     const elsewhere = render({ html: branch }, { ...bob, location: "Rome" });
     expect(elsewhere.html).toMatch(footer);
-    expect(elsewhere.text).toContain(`\n--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
+    expect(elsewhere.text).toContain(`\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
     for (const html of ["<p>x</p>{% if false %}{{ unsubscribe_url }}{% endif %}", "{% assign u = unsubscribe_url %}<p>x</p>"]) {
       expect(render({ html }).html).toMatch(footer);
     }
     const text = render({ text: "Body{% if subscriber.location == 'Rome' %} {{ unsubscribe_url }}{% endif %}" }).text;
-    expect(text).toContain(`--\nYou receive this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
+    expect(text).toContain(`--\nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
   });
 
   it("counts the link as shown in html only as an <a> element's href outside comments, whichever way the part renders", () => {

@@ -22,7 +22,19 @@ const PREHEADER_OPEN =
  */
 const PREHEADER_PADDING = "&#847;&zwnj;&nbsp;".repeat(90);
 
-const FOOTER_OPEN = '<div style="margin:32px 0 0;padding:16px 0 0;border-top:1px solid #e5e5e5;font:12px/1.5 Arial,sans-serif;color:#666666">';
+/**
+ * The footer's block: part of the message, not something appended to it. Centred at the width most
+ * newsletters are (600 px) with side padding, so it lines up under a centred layout and keeps off a
+ * phone's edges; the template's own text colour at reduced opacity (a fixed grey would be unreadable
+ * on a dark template), a rule in a grey that shows on light and dark; English, so it keeps its own
+ * direction and language inside a right-to-left message; a long name wraps instead of widening the page.
+ */
+const FOOTER_OPEN =
+  '<div dir="ltr" lang="en" style="box-sizing:border-box;max-width:600px;margin:32px auto 0;padding:16px 16px 0;' +
+  'border-top:1px solid rgba(128,128,128,0.35);font:12px/1.5 Arial,Helvetica,sans-serif;text-align:center;opacity:0.75;' +
+  'overflow-wrap:anywhere;word-wrap:break-word">';
+
+const RECEIVING = "You’re receiving this email because you subscribed to";
 
 /** The postal address in the html footer: its lines as lines in every client (not all of them apply `white-space`). */
 const htmlAddressLines = (address: string, margin: string) => `<p style="${margin}">${escapeHtml(address).replace(/\r\n?|\n/g, "<br>")}</p>`;
@@ -44,9 +56,9 @@ export const serviceBlocks = (newsletter: { name: string; address: string | null
   // A name saved before names had to be one line may still hold a line break: the footer's sentence stays one.
   const name = oneLine(newsletter.name);
   const htmlAddress = newsletter.address ? htmlAddressLines(newsletter.address, "margin:8px 0 0") : "";
-  const htmlBefore = `${FOOTER_OPEN}<p style="margin:0">You receive this email because you subscribed to ${escapeHtml(name)}. <a href="`;
-  const htmlAfter = `" style="color:#666666">Unsubscribe</a></p>${htmlAddress}</div>`;
-  const textBefore = `\n\n--\nYou receive this email because you subscribed to ${name}.\nUnsubscribe: `;
+  const htmlBefore = `${FOOTER_OPEN}<p style="margin:0">${RECEIVING} ${escapeHtml(name)}. <a href="`;
+  const htmlAfter = `" style="color:inherit;text-decoration:underline">Unsubscribe</a></p>${htmlAddress}</div>`;
+  const textBefore = `\n\n--\n${RECEIVING} ${name}.\nUnsubscribe: `;
   const textAfter = newsletter.address ? `\n${lineFeedsOf(newsletter.address)}` : "";
   return (preheader: string, unsubscribeUrl: string): ServiceBlocks => ({
     preheader: preheader ? `${PREHEADER_OPEN}${escapeHtml(preheader)}${PREHEADER_PADDING}</div>` : "",
