@@ -157,7 +157,7 @@ export type AddressFooter = { footer: string; shownIn: (out: string) => boolean 
 
 /** The part with the `length` characters of footer at `at` taken out, and the address alone in their place unless the part shows it. */
 export const withoutShownFooterAt = (out: string, at: number, length: number, address: AddressFooter | null | undefined): string => {
-  const without = out.slice(0, at) + out.slice(at + length);
+  const without = length === 0 ? out : out.slice(0, at) + out.slice(at + length);
   if (!address || address.shownIn(without)) return without;
   return out.slice(0, at) + address.footer + out.slice(at + length);
 };
@@ -170,15 +170,17 @@ const wordPattern = (word: string, html: boolean) =>
 
 /**
  * Whether a part rendered from `source` shows `address`: its words in order, whatever whitespace
- * (in html also `<br>` or `&nbsp;`) stands between them. A template that neither names a variable
- * `…address…` nor writes the address's first word cannot show it, so most messages need no search.
+ * (in html also `<br>` or `&nbsp;`) stands between them. Its longest word is looked for first (a
+ * plain search), and a template that neither names a variable `…address…` nor writes that word
+ * cannot show it at all: most messages need no search, and the rest one `indexOf` before any regex.
  */
 const addressShownIn = (address: string, source: string, html: boolean): ((out: string) => boolean) => {
   const words = address.trim().split(/\s+/);
-  const first = words[0] ?? "";
-  if (!source.includes("address") && !source.includes(first) && !source.includes(escapeHtml(first))) return () => false;
+  const plain = words.filter((word) => !html || escapeHtml(word) === word);
+  const key = plain.reduce((longest, word) => (word.length > longest.length ? word : longest), "");
+  if (key !== "" && !source.includes("address") && !source.includes(key)) return () => false;
   const pattern = new RegExp(words.map((word) => wordPattern(word, html)).join(html ? "(?:\\s|&nbsp;|&#160;|<br\\s*/?>)+" : "\\s+"));
-  return (out) => pattern.test(out);
+  return (out) => (key === "" || out.includes(key)) && pattern.test(out);
 };
 
 /** The address footers of a newsletter's messages (null without an address), for parts rendered from `htmlSource` and `textSource`. */
