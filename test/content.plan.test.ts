@@ -93,7 +93,7 @@ describe("rendering by steps gives what liquidjs's renderer gives", () => {
     expect(compiled.text.kind === "template" && compiled.text.part.steps).not.toBe(null);
     // The footer block, in html and text, for a template that does not place the link itself.
     const m = renderMessage(compiled, recipients[0] as Recipient, URL);
-    expect(m.html).toContain(`<a href="https://news.example.com/u/TOKEN?a=1&amp;b=2" style="color:#666666">Unsubscribe</a>`);
+    expect(m.html).toContain(`<a href="https://news.example.com/u/TOKEN?a=1&amp;b=2" style="color:inherit;text-decoration:underline">Unsubscribe</a>`);
     expect(m.html).toContain("Notes &amp; &quot;Quotes&quot; &lt;Weekly&gt;");
     expect(m.text).toContain(`\nUnsubscribe: ${URL}\n1 Main Street\nSpringfield`);
   });
