@@ -399,6 +399,22 @@ describe("rendering", () => {
     expect(table.text).toMatch(/^1\n/);
   });
 
+  it("numbers an ordered list's looped items in the text part as the html does; other templates keep the text derived once", () => {
+    const looped = render({ html: "<ol>{% for i in (1..3) %}<li>Item {{ i }}</li>{% endfor %}</ol><p>{{ subscriber.email }}</p>" });
+    expect(looped.text).toMatch(/^1\. Item 1\n 2\. Item 2\n 3\. Item 3\n\nbob@example.com\n/);
+    const tags = render({ html: "<ol>\n{%- for t in subscriber.tags -%}\n<li>#{{ t }}</li>\n{%- endfor -%}\n</ol>" });
+    expect(tags.text).toMatch(/^1\. #vip\n 2\. #beta\n/);
+    const inLiquid = render({ html: "{% capture li %}<li>x</li>{% endcapture %}<ol>{% liquid\n for i in (1..2)\n echo li\n endfor %}</ol>" });
+    expect(inLiquid.text).toMatch(/^1\. x\n 2\. x\n/);
+    // The same text through preview and send (one rendering path), and the footer as ever.
+    expect(looped.text).toContain(`Unsubscribe: ${URL}`);
+    // Loops outside an ordered list, and ordered lists written out, keep the text derived from the template.
+    for (const html of ["<ul>{% for t in subscriber.tags %}<li>{{ t }}</li>{% endfor %}</ul><ol><li>a</li><li>b</li></ol>", "<ol><li>a</li></ol>{% for t in subscriber.tags %}<p>{{ t }}</p>{% endfor %}"]) {
+      expect(compileCampaign(content({ html }), newsletter).text.kind, html).toBe("template");
+    }
+    expect(compileCampaign(content({ html: "<ol>{% for i in (1..3) %}<li>{{ i }}</li>{% endfor %}</ol>" }), newsletter).text.kind).toBe("from_rendered_html");
+  });
+
   it("carries the one-click unsubscribe headers", () => {
     expect(render({}).headers).toEqual({ "List-Unsubscribe": `<${URL}>`, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" });
   });

@@ -53,6 +53,25 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   return restored === pieces.length ? result : null;
 };
 
+const LIST_OR_LIQUID = new RegExp(String.raw`<(/?)ol\b|${LIQUID.source}`, "gi");
+/** A tag that repeats what it holds: `for` and `tablerow`, on their own or inside a `liquid` tag. */
+const LOOP = /^\{%-?\s*(?:(?:for|tablerow)\b|liquid\b[\s\S]*\b(?:for|tablerow)\b)/;
+
+/**
+ * Whether the html template repeats the items of an ordered list with a loop. Text derived from the
+ * template would number them all "1." (the loop holds one `<li>`), so such a template's text is
+ * derived from its rendered html instead. Read from the source as written: an `<ol>` in a comment
+ * or a branch counts too, which costs only speed.
+ */
+export const loopsInOrderedList = (htmlTemplate: string): boolean => {
+  let depth = 0;
+  for (const m of htmlTemplate.matchAll(LIST_OR_LIQUID)) {
+    if (m[0].startsWith("<")) depth = Math.max(0, depth + (m[1] ? -1 : 1));
+    else if (depth > 0 && LOOP.test(m[0])) return true;
+  }
+  return false;
+};
+
 /** One kind of line ending in a text part: text written with CRLF (or CR) gets LF, as the footer has. */
 export const lineFeeds = (text: string): string => (text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text);
 

@@ -1,7 +1,7 @@
 import { type Template, TokenKind } from "liquidjs";
 import { type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
-import { deriveTextTemplate, htmlToText, lineFeeds, tidyText } from "./html-text";
+import { deriveTextTemplate, htmlToText, lineFeeds, loopsInOrderedList, tidyText } from "./html-text";
 import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, TemplateError, type TemplateField } from "./validate";
@@ -34,7 +34,10 @@ type TextPart =
    * names `unsubscribe_url`, so whether a message needs the footer is seen in its output.
    */
   | { kind: "template"; part: Part; tidy: boolean; linked: boolean; derived: boolean }
-  /** The html's Liquid did not survive conversion, or makes markup of its own: its rendered html is converted per message. */
+  /**
+   * The html's Liquid did not survive conversion, makes markup of its own, or loops over an ordered
+   * list's items: its rendered html is converted per message.
+   */
   | { kind: "from_rendered_html"; html: Part }
   /** No html, no text: the preheader, else the subject, and the footer. */
   | { kind: "fallback" };
@@ -88,7 +91,9 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
     const own = parseTemplate("text", content.text);
     text = { kind: "template", part: part([...own.templates, ...footerText], plainLayoutEngine), tidy: false, linked: own.globals.has("unsubscribe_url"), derived: false };
   } else if (content.html !== null) {
-    const derived = MARKUP_TAGS.test(content.html) ? null : deriveTextTemplate(content.html);
+    // Derived once, from the template, unless its Liquid makes markup (tablerow) or repeats an ordered
+    // list's items (their numbers come from the rendered list): then from each message's rendered html.
+    const derived = MARKUP_TAGS.test(content.html) || loopsInOrderedList(content.html) ? null : deriveTextTemplate(content.html);
     const templates = derived === null ? null : tryParse(derived);
     text = templates
       ? { kind: "template", part: part([...templates, ...footerText], plainLayoutEngine), tidy: derived?.includes("{%") === true, linked: htmlLinked, derived: true }
