@@ -415,6 +415,15 @@ describe("rendering", () => {
     expect(compileCampaign(content({ html: "<ol>{% for i in (1..3) %}<li>{{ i }}</li>{% endfor %}</ol>" }), newsletter).text.kind).toBe("from_rendered_html");
   });
 
+  it("keeps mailto: links' scheme in the text part, and reads a table with header cells as rows, a layout table as blocks", () => {
+    const mail = render({ html: '<p>Write to <a href="mailto:editor@example.com?subject=Issue%2042&amp;body=Hi">the editor</a> or <a href="tel:+15551234567">call</a></p>' });
+    expect(mail.text).toMatch(/^Write to the editor <mailto:editor@example\.com\?subject=Issue%2042&body=Hi> or\s+call <tel:\+15551234567>/);
+    const data = render({ html: "<table><tr><th>Item</th><th>Qty</th></tr><tr><td>Chair</td><td>2</td></tr><tr><td>Stool</td><td>{{ subscriber.location }}</td></tr></table>" });
+    expect(data.text).toMatch(/^Item +Qty\nChair +2\nStool +Paris\n/);
+    const layout = render({ html: '<table width="100%"><tr><td><p>One</p></td><td><p>Two</p></td></tr></table>' });
+    expect(layout.text).toMatch(/^One\n\nTwo\n/);
+  });
+
   it("carries the one-click unsubscribe headers", () => {
     expect(render({}).headers).toEqual({ "List-Unsubscribe": `<${URL}>`, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" });
   });

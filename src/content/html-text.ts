@@ -6,8 +6,21 @@ import { LIQUID } from "./liquid-syntax";
 // once per send: each Liquid tag or output is swapped for an inert placeholder, the html becomes
 // text, and the tags come back; the result is a text template rendered like any other.
 
+type Node = { type?: string; name?: string; data?: string; attribs?: Record<string, string>; children?: Node[] };
+type Format = (elem: Node, walk: unknown, builder: { options: { formatters: Record<string, Format> } }, options: unknown) => void;
+
+/** Whether a table holds header cells of its own (not only inside a table nested in one of its cells). */
+const hasHeaderCell = (node: Node): boolean =>
+  (node.children ?? []).some((child) => child.type === "tag" && (child.name === "th" || (child.name !== "table" && hasHeaderCell(child))));
+
 const convert = compile({
   wordwrap: 78,
+  formatters: {
+    // A table with header cells holds data: a row per line, its cells in columns. Any other lays a
+    // message out: its cells are blocks, read one after the other.
+    table: ((elem, walk, builder, options) =>
+      (hasHeaderCell(elem) ? builder.options.formatters.dataTable : builder.options.formatters.block)?.(elem, walk, builder, options)) as Format,
+  } as never,
   selectors: [
     // Tracking pixels and decorative images have nothing to say in text; nor has a title, which no
     // client shows (even when the html has no <body>). Not the whole <head>: a template that opens
@@ -15,8 +28,11 @@ const convert = compile({
     { selector: "img", format: "skip" },
     { selector: "title", format: "skip" },
     { selector: "a", options: { hideLinkHrefIfSameAsText: true, linkBrackets: ["<", ">"] } },
+    // html-to-text drops `mailto:`, which leaves `<editor@example.com?subject=…>`: neither a URL nor
+    // an address. The scheme stays.
+    { selector: 'a[href^="mailto:"]', format: "anchor", options: { linkBrackets: ["<", ">"], pathRewrite: (path: string) => `mailto:${path}` } },
     ...["h1", "h2", "h3", "h4", "h5", "h6"].map((selector) => ({ selector, options: { uppercase: false } })),
-    { selector: "table", format: "block" },
+    { selector: "table", format: "table", options: { uppercaseHeaderCells: false, maxColumnWidth: 40 } },
     { selector: "tr", format: "block" },
     { selector: "td", format: "block" },
     { selector: "th", format: "block" },
