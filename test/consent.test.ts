@@ -71,7 +71,7 @@ describe("GET /u/{token}", () => {
     expectPageHeaders(res);
     expectSelfContained(res.text);
     expect(res.text).toContain("The Weekly Byte");
-    expect(res.text).toContain("a***@example.com");
+    expect(res.text).toContain('<span class="address">a***@<wbr>example.com</span>');
     expect(res.text).not.toContain("ada.lovelace");
     expect(res.text.match(/<button/g)).toHaveLength(1);
     expect(res.text).toContain(`action="/u/${r.token}"`);
@@ -79,6 +79,16 @@ describe("GET /u/{token}", () => {
     await page("GET", `/u/${r.token}`);
     expect(await subscriberOf(t, r.subscriberId)).toEqual(before);
     expect((await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at).toBeNull();
+  });
+
+  it("fits a phone whatever the name: long words wrap, and the masked address breaks after its @, not inside a word", async () => {
+    const t = await tenant();
+    const r = await recipient(t, { newsletterName: "TheExtraordinarilyLongNewsletterNameWithoutAnySpacesWhatsoever_2026Edition" });
+    const res = await page("GET", `/u/${r.token}`);
+    const style = res.text.match(/<style>([\s\S]*)<\/style>/)?.[1] ?? "";
+    expect(style).toMatch(/main\{[^}]*min-width:0;[^}]*overflow-wrap:anywhere/);
+    expect(style).not.toContain("break-all");
+    expect(res.text).toMatch(/<span class="address">a\*\*\*@<wbr>[^<]+<\/span>/);
   });
 
   it("escapes what it shows", async () => {

@@ -11,6 +11,17 @@ export const maskEmail = (email: string) => {
   return `${email[0]}***${email.slice(at)}`;
 };
 
+/**
+ * The masked address as the pages show it: a line may break after its `@` (`<wbr>`), and within the
+ * domain only when the domain alone is wider than the line.
+ */
+const maskedAddress = (email: string) => {
+  const masked = maskEmail(email);
+  const at = masked.indexOf("@");
+  const html = at === -1 ? escapeHtml(masked) : `${escapeHtml(masked.slice(0, at + 1))}<wbr>${escapeHtml(masked.slice(at + 1))}`;
+  return `<span class="address">${html}</span>`;
+};
+
 const STYLE = `
 :root{color-scheme:light dark;--bg:#f4f5f7;--card:#fff;--text:#1c1e21;--muted:#5f6672;--line:#e3e6ea;--accent:#1f5eff;--accent-text:#fff;--ok:#137a3e}
 @media (prefers-color-scheme:dark){:root{--bg:#15171a;--card:#1f2226;--text:#eceef1;--muted:#a3a9b3;--line:#33373d;--accent:#5b8cff;--accent-text:#0b0d10;--ok:#4cc27f}}
@@ -18,14 +29,14 @@ const STYLE = `
 html,body{margin:0;padding:0}
 body{min-height:100vh;display:flex;align-items:center;justify-content:center;background:var(--bg);color:var(--text);
 font:16px/1.55 -apple-system,BlinkMacSystemFont,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;padding:24px 16px}
-main{width:100%;max-width:440px;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:32px 28px;
+main{width:100%;min-width:0;max-width:440px;overflow-wrap:anywhere;background:var(--card);border:1px solid var(--line);border-radius:14px;padding:32px 28px;
 box-shadow:0 1px 2px rgba(0,0,0,.04),0 8px 24px rgba(0,0,0,.06)}
 .badge{display:inline-flex;align-items:center;justify-content:center;width:44px;height:44px;border-radius:50%;
 background:var(--bg);border:1px solid var(--line);font-size:22px;margin-bottom:16px}
 .eyebrow{margin:0 0 4px;color:var(--muted);font-size:14px;letter-spacing:.02em}
 h1{margin:0 0 12px;font-size:22px;line-height:1.3;font-weight:650}
 p{margin:0 0 16px}
-.address{font-weight:600;word-break:break-all}
+.address{font-weight:600}
 form{margin:24px 0 0}
 button{width:100%;min-height:48px;border:0;border-radius:10px;background:var(--accent);color:var(--accent-text);
 font:inherit;font-weight:600;cursor:pointer;padding:12px 16px}
@@ -80,7 +91,7 @@ export const confirmPage = ({ newsletterName, email, token }: Subject, canComeBa
     200,
     `Unsubscribe from ${newsletterName}`,
     `${heading(newsletterName, "Unsubscribe from this newsletter?", "✉️")}
-<p>You will stop receiving <strong>${escapeHtml(newsletterName)}</strong>, and every other newsletter from the same sender, at <span class="address">${escapeHtml(maskEmail(email))}</span>.</p>
+<p>You will stop receiving <strong>${escapeHtml(newsletterName)}</strong>, and every other newsletter from the same sender, at ${maskedAddress(email)}.</p>
 ${oneClickForm(`/u/${token}`, "Unsubscribe")}
 ${canComeBack ? '<p class="note">Changed your mind later? You can subscribe again from this page.</p>' : ""}`,
   );
@@ -101,7 +112,7 @@ export const unsubscribedPage = ({ newsletterName, email, token }: Subject, canR
     200,
     `Unsubscribed from ${newsletterName}`,
     `${heading(newsletterName, "You’re unsubscribed", "✓")}
-<p class="done">${escapeHtml(maskEmail(email))} will no longer receive ${escapeHtml(newsletterName)}, nor any other newsletter from the same sender.</p>
+<p class="done">${maskedAddress(email)} will no longer receive ${escapeHtml(newsletterName)}, nor any other newsletter from the same sender.</p>
 ${
   canResubscribe
     ? `<p>Unsubscribed by mistake?</p>${oneClickForm(`/u/${token}/resubscribe`, "Subscribe again", true)}`
@@ -115,7 +126,7 @@ export const resubscribedPage = ({ newsletterName, email }: Subject): Page =>
     200,
     `Subscribed to ${newsletterName}`,
     `${heading(newsletterName, "You’re subscribed again", "✓")}
-<p class="done">${escapeHtml(maskEmail(email))} will receive ${escapeHtml(newsletterName)} again, and the sender’s other newsletters.</p>
+<p class="done">${maskedAddress(email)} will receive ${escapeHtml(newsletterName)} again, and the sender’s other newsletters.</p>
 <p class="note">Every message keeps an unsubscribe link at the bottom.</p>`,
   );
 
