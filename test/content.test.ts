@@ -213,11 +213,14 @@ describe("rendering", () => {
 
   it("opens the html with the preheader as hidden preview text", () => {
     const m = render({ preheader: "Inside: {{ subscriber.name }}", html: "<html><body><p>Body</p></body></html>" });
-    expect(m.html).toMatch(/^<html><body><div style="display:none;[^"]*">Inside: &lt;b&gt;Bob&lt;\/b&gt;(?:&#847;&zwnj;&nbsp;)+<\/div><p>Body<\/p>/);
+    expect(m.html).toMatch(/^<html><body><div style="display:none;[^"]*">Inside: &lt;b&gt;Bob&lt;\/b&gt;(?:\n?&#847;&zwnj;&nbsp;)+<\/div><p>Body<\/p>/);
     expect(m.text).not.toContain("Inside");
     expect(render({ html: "<p>Body</p>" }).html).toMatch(/^<p>Body<\/p>/);
     // Padded with invisible characters, so the inbox's preview line does not run on into the body.
     expect(m.html?.match(/&#847;&zwnj;&nbsp;/g)).toHaveLength(90);
+    // On short lines: nothing the service writes comes near RFC 5322's 998 characters a line.
+    const full = renderMessage(compileCampaign(content({ preheader: "Peek", html: "<p>x</p>" }), { name: "N".repeat(200), address: `${"A".repeat(200)}\n${"B".repeat(200)}` }), bob, URL);
+    expect(Math.max(...(full.html ?? "").split("\n").map((line) => line.length))).toBeLessThan(998);
   });
 
   it("puts no line break or control character into the Subject, whichever source it comes from; the footer names the newsletter on one line", () => {
@@ -265,10 +268,10 @@ describe("rendering", () => {
 
   it("adds the footer with the unsubscribe link and the address when the template does not place the link", () => {
     const m = render({ html: "<html><body><p>Body</p></body></html>", text: "Plain body" });
-    expect(m.html).toMatch(/<p>Body<\/p><div [^>]*>.*<a href="https:\/\/news\.example\.com\/u\/TOKEN"[^>]*>Unsubscribe<\/a>.*1 Main Street, Springfield.*<\/div><\/body><\/html>$/);
+    expect(m.html).toMatch(/<p>Body<\/p><div [^>]*>.*<a href="https:\/\/news\.example\.com\/u\/TOKEN"[^>]*>Unsubscribe<\/a>.*1 Main Street, Springfield.*<\/div><\/body><\/html>$/s);
     expect(m.text).toBe(`Plain body\n\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`);
     const lines = renderMessage(compileCampaign(content({ html: "<p>x</p>" }), { name: "N", address: "1 Main St <Suite 2>\nSpringfield & Co" }), bob, URL);
-    expect(lines.html).toContain("<p style=\"margin:8px 0 0\">1 Main St &lt;Suite 2&gt;<br>Springfield &amp; Co</p>");
+    expect(lines.html).toContain("<p style=\"margin:8px 0 0\">1 Main St &lt;Suite 2&gt;<br>\nSpringfield &amp; Co</p>");
     expect(lines.text).toMatch(/1 Main St <Suite 2>\nSpringfield & Co$/);
     const noAddress = renderMessage(compileCampaign(content({ html: "<p>x</p>" }), { name: "N", address: null }), bob, URL);
     expect(noAddress.html).toContain("Unsubscribe</a></p></div>");
@@ -276,7 +279,7 @@ describe("rendering", () => {
 
   it("sets the footer as part of the message: centred at 600 px with side padding, in the template's own colour, English and left-to-right inside a right-to-left message", () => {
     const m = render({ html: '<html dir="rtl" lang="ar"><body style="background:#0d0d12;color:#e5e5e5"><p>مرحبا</p></body></html>' });
-    const footer = m.html?.match(/<div [^>]*>(?:(?!<div).)*Unsubscribe<\/a>.*<\/div>(?=<\/body>)/)?.[0] ?? "";
+    const footer = m.html?.match(/<div [^>]*>(?:(?!<div).)*Unsubscribe<\/a>.*<\/div>(?=<\/body>)/s)?.[0] ?? "";
     expect(footer).toMatch(/^<div dir="ltr" lang="en" style="[^"]*max-width:600px;margin:32px auto 0;padding:16px 16px 0;[^"]*text-align:center/);
     // No fixed grey: the text (and its link) take the template's colour, lighter.
     expect(footer).not.toMatch(/(?<!-)color:#/);
@@ -297,7 +300,7 @@ describe("rendering", () => {
   });
 
   it("never drops the postal address: a template that places the link but not the address gets the address alone, in html and text", () => {
-    const addressOnly = /<div [^>]*><p [^>]*>1 Main Street, Springfield<\/p><\/div><\/body>/;
+    const addressOnly = /<div [^>]*>\n<p [^>]*>1 Main Street, Springfield<\/p><\/div><\/body>/;
     const own = '<body><p>Body <a href="{{ unsubscribe_url }}">leave</a></p></body>';
     const m = render({ html: own });
     expect(m.html).toMatch(addressOnly);
@@ -311,7 +314,7 @@ describe("rendering", () => {
     expect(render({ html: own, text: "Body. Leave: {{ unsubscribe_url }}" }).text).toBe(`Body. Leave: ${URL}\n\n--\n1 Main Street, Springfield`);
     // Lines kept.
     const lines = renderMessage(compileCampaign(content({ html: own }), { name: "N", address: "1 Main St\r\nSpringfield" }), bob, URL);
-    expect(lines.html).toContain(">1 Main St<br>Springfield</p></div></body>");
+    expect(lines.html).toContain(">1 Main St<br>\nSpringfield</p></div></body>");
     expect(lines.text).toMatch(/\n--\n1 Main St\nSpringfield$/);
   });
 
@@ -331,7 +334,7 @@ describe("rendering", () => {
   });
 
   it("decides the footer per message: a link in a branch not taken, or assigned and never shown, still gets it", () => {
-    const footer = /Unsubscribe<\/a>.*1 Main Street/;
+    const footer = /Unsubscribe<\/a>.*1 Main Street/s;
     const branch = '<p>Hi</p>{% if subscriber.location == "Paris" %}<a href="{{ unsubscribe_url }}">leave</a>{% endif %}';
     const paris = render({ html: branch });
     expect(paris.html).not.toMatch(footer);
@@ -347,7 +350,7 @@ describe("rendering", () => {
   });
 
   it("counts the link as shown in html only as an <a> element's href outside comments, whichever way the part renders", () => {
-    const footer = /Unsubscribe<\/a><\/p><p[^>]*>1 Main Street, Springfield<\/p><\/div><\/body>/;
+    const footer = /Unsubscribe<\/a><\/p>\n<p[^>]*>1 Main Street, Springfield<\/p><\/div><\/body>/;
     for (const hidden of [
       "<body><p>x</p><!-- {{ unsubscribe_url }} --></body>",
       "<html><head><title>{{ unsubscribe_url }}</title></head><body><p>x</p></body></html>",
@@ -376,17 +379,17 @@ describe("rendering", () => {
   });
 
   it("places the preheader and footer in the real body: not in comments, not in branches, after the head without a body", () => {
-    const pre = /<div style="display:none;[^"]*">Peek(?:&#847;&zwnj;&nbsp;)+<\/div>/;
+    const pre = /<div style="display:none;[^"]*">Peek(?:\n?&#847;&zwnj;&nbsp;)+<\/div>/;
     const commented = render({ preheader: "Peek", html: "<!-- <body> --><html><body><p>x</p></body></html><!-- </body> -->" }).html ?? "";
-    expect(commented).toMatch(/^<!-- <body> --><html><body><div style="display:none;[^"]*">Peek(?:&#847;&zwnj;&nbsp;)+<\/div><p>x<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/body><\/html><!-- <\/body> -->$/);
+    expect(commented).toMatch(/^<!-- <body> --><html><body><div style="display:none;[^"]*">Peek(?:\n?&#847;&zwnj;&nbsp;)+<\/div><p>x<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/body><\/html><!-- <\/body> -->$/s);
     const headOnly = render({ preheader: "Peek", html: "<!DOCTYPE html><html><head><title>t</title></head><p>hi</p></html>" }).html ?? "";
-    expect(headOnly).toMatch(/^<!DOCTYPE html><html><head><title>t<\/title><\/head><div style="display:none;[^"]*">Peek(?:&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/);
+    expect(headOnly).toMatch(/^<!DOCTYPE html><html><head><title>t<\/title><\/head><div style="display:none;[^"]*">Peek(?:\n?&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/s);
     const doctypeOnly = render({ preheader: "Peek", html: "<!doctype html><p>hi</p>" }).html ?? "";
-    expect(doctypeOnly).toMatch(/^<!doctype html><div style="display:none;[^"]*">Peek(?:&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p>/);
+    expect(doctypeOnly).toMatch(/^<!doctype html><div style="display:none;[^"]*">Peek(?:\n?&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p>/);
     // A body closed inside a branch: the footer goes to the top level, shown whichever way it goes.
     const branched = render({ preheader: "Peek", html: "<html><body><p>x</p>{% if subscriber.name %}</body>{% else %}</body>{% endif %}</html>" }).html ?? "";
     expect(branched).toMatch(pre);
-    expect(branched).toMatch(/<\/body><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/);
+    expect(branched).toMatch(/<\/body><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/s);
   });
 
   it("renders tags that keep state alike in the html and the text derived from it; markup a tag makes stays out of the text", () => {

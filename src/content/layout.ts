@@ -18,9 +18,11 @@ const PREHEADER_OPEN =
 /**
  * After the preheader, inside its hidden block: inbox lists show the preview text, then whatever text
  * follows it in the html; a run of invisible characters (a combining grapheme joiner, a zero-width
- * non-joiner and a no-break space, repeated) fills the rest of the preview line instead.
+ * non-joiner and a no-break space, 90 times) fills the rest of the preview line instead. Written as
+ * nine lines of ten (a line break is whitespace there, as the no-break spaces are): no line of the
+ * service's own markup comes near the 998 characters RFC 5322 allows.
  */
-const PREHEADER_PADDING = "&#847;&zwnj;&nbsp;".repeat(90);
+const PREHEADER_PADDING = `\n${"&#847;&zwnj;&nbsp;".repeat(10)}`.repeat(9);
 
 /**
  * The footer's block: part of the message, not something appended to it. Centred at the width most
@@ -37,7 +39,7 @@ const FOOTER_OPEN =
 const RECEIVING = "You’re receiving this email because you subscribed to";
 
 /** The postal address in the html footer: its lines as lines in every client (not all of them apply `white-space`). */
-const htmlAddressLines = (address: string, margin: string) => `<p style="${margin}">${escapeHtml(address).replace(/\r\n?|\n/g, "<br>")}</p>`;
+const htmlAddressLines = (address: string, margin: string) => `\n<p style="${margin}">${escapeHtml(address).replace(/\r\n?|\n/g, "<br>\n")}</p>`;
 
 const lineFeedsOf = (text: string) => text.replace(/\r\n?/g, "\n");
 
@@ -56,7 +58,7 @@ export const serviceBlocks = (newsletter: { name: string; address: string | null
   // A name saved before names had to be one line may still hold a line break: the footer's sentence stays one.
   const name = oneLine(newsletter.name);
   const htmlAddress = newsletter.address ? htmlAddressLines(newsletter.address, "margin:8px 0 0") : "";
-  const htmlBefore = `${FOOTER_OPEN}<p style="margin:0">${RECEIVING} ${escapeHtml(name)}. <a href="`;
+  const htmlBefore = `${FOOTER_OPEN}\n<p style="margin:0">${RECEIVING} ${escapeHtml(name)}. <a href="`;
   const htmlAfter = `" style="color:inherit;text-decoration:underline">Unsubscribe</a></p>${htmlAddress}</div>`;
   const textBefore = `\n\n--\n${RECEIVING} ${name}.\nUnsubscribe: `;
   const textAfter = newsletter.address ? `\n${lineFeedsOf(newsletter.address)}` : "";
