@@ -103,7 +103,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     }
     const ann = received.find((r) => r.subject === "<i>Ann</i>, your notes");
     expect(ann?.html).toContain("<p>Hi &lt;i&gt;Ann&lt;/i&gt;</p><b>VIP</b>");
-    expect(ann?.html).toContain(">From Oslo&#847;&zwnj;&nbsp;");
+    expect(ann?.html).toContain(">From Oslo\n&#847;&zwnj;&nbsp;");
     expect(received.find((r) => r.subject === "Friend, your notes")?.text).toContain("Read <https://example.com>");
   });
 
