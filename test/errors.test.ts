@@ -72,6 +72,13 @@ describe("one error shape everywhere", () => {
     expect(charset.status).toBe(201);
   });
 
+  it("checks the path before the query, the query before the body: the first part with a problem answers", async () => {
+    const t = await tenant();
+    expectError(await t.call("GET", `${t.ws}/campaigns/bad_id/deliveries?limit=0`), 400, "validation_failed", "campaign_id");
+    expectError(await t.call("GET", `${t.ws}/subscribers/bad_id?foo=1`), 400, "validation_failed", "subscriber_id");
+    expectError(await t.call("PATCH", `${t.ws}/subscribers/sub_${"0".repeat(26)}?foo=1`, { body: { status: "nope" } }), 400, "validation_failed", "foo");
+  });
+
   it("answers a body over 64 KiB with 413 payload_too_large", async () => {
     const t = await tenant();
     const raw = JSON.stringify({ email: "big@example.com", name: "x".repeat(70 * 1024) });

@@ -339,6 +339,21 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
     expect((await t.call("GET", `${t.ws}/subscribers?limit=1&after=${encodeURIComponent(cursor)}`)).status).toBe(200);
   });
 
+  it("binds a cursor to the filters its page was read with: with others it is refused, never a page of another list", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 4, (i) => ({ tags: i % 2 === 0 ? ["even"] : ["odd"] }));
+    const page = await t.call("GET", `${t.ws}/subscribers?tag=even&limit=1`);
+    const after = encodeURIComponent(page.body.pagination.next_cursor);
+    for (const query of ["tag=odd", "", "status=active&tag=even"]) {
+      const res = await t.call("GET", `${t.ws}/subscribers?${query}&after=${after}`);
+      expectError(res, 400, "invalid_cursor", "after");
+      expect(res.body.error.message).toContain("same filters");
+    }
+    const next = await t.call("GET", `${t.ws}/subscribers?limit=1&after=${after}&tag=even`);
+    expect(next.status).toBe(200);
+    expect(next.body.data[0].tags).toEqual(["even"]);
+  });
+
   it("never shows another workspace's subscribers", async () => {
     const a = await tenant("A");
     const b = await tenant("B");

@@ -1,7 +1,7 @@
 import { commit } from "../db/commit";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, toPage } from "../lib/http";
+import { afterPosition, envelope, listScope, toPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { findNewsletter } from "../newsletters/newsletters.repository";
 import { serializeOperation } from "../operations/operations.schemas";
@@ -52,7 +52,7 @@ export const campaignsRouter = createRouter()
   .openapi(listCampaigns, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const { limit, after, status } = c.req.valid("query");
-    const scope = `campaigns:${workspace_id}`;
+    const scope = listScope(`campaigns:${workspace_id}`, { status });
     const position = await afterPosition(c, scope, after);
     const { rows, truncated } = await listCampaignsPage(c.var.db, workspace_id, status, position, limit + 1);
     return c.json(await toPage(c, scope, rows, limit, serializeCampaign, truncated), 200);

@@ -1,6 +1,6 @@
 import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, toPage } from "../lib/http";
+import { afterPosition, envelope, listScope, toPage } from "../lib/http";
 import { findEvent, listEventsPage } from "./events.repository";
 import { getEvent, listEvents } from "./events.routes";
 import { serializeEvent } from "./events.schemas";
@@ -9,7 +9,7 @@ export const eventsRouter = createRouter()
   .openapi(listEvents, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const { limit, after, type } = c.req.valid("query");
-    const scope = `events:${workspace_id}`;
+    const scope = listScope(`events:${workspace_id}`, { type });
     const position = await afterPosition(c, scope, after);
     const { rows, truncated } = await listEventsPage(c.var.db, workspace_id, type, position, limit + 1);
     return c.json(await toPage(c, scope, rows, limit, serializeEvent, truncated), 200);

@@ -7,6 +7,19 @@ export type Page<T> = { data: T[]; pagination: Pagination };
 
 export const envelope = <T>(data: T): Envelope<T> => ({ data });
 
+/**
+ * The list a cursor belongs to: `base` (the resource and its owner, e.g. `subscribers:ws_…`) and the
+ * filters the page was read with, so a cursor used with other filters is refused (400
+ * `invalid_cursor`) instead of answering a page of another list from its position.
+ */
+export const listScope = (base: string, filters: Record<string, unknown> = {}): string => {
+  const set = Object.keys(filters)
+    .filter((name) => filters[name] !== undefined)
+    .sort()
+    .map((name) => `${name}=${JSON.stringify(filters[name])}`);
+  return set.length === 0 ? base : `${base}?${set.join("&")}`;
+};
+
 /** Keyset page: fetch `limit + 1` rows; the extra row only says whether another page exists. */
 export const toPage = async <Row extends { id: string }, Out>(
   c: Context<AppEnv>,

@@ -6,6 +6,7 @@ import { bodyReadErrorResponses, errorResponse, payloadTooLarge, readErrorRespon
 import { requireScope, workspaceAccess } from "../middleware/auth";
 import { IdempotencyHeaders, idempotency } from "../middleware/idempotency";
 import { jsonBody, readJsonBody } from "../middleware/request-context";
+import { validationFailed } from "./create-app";
 import type { AppEnv, Scope } from "./types";
 
 type ApiRouteConfig = Omit<RouteConfig, "middleware" | "security"> & {
@@ -35,6 +36,17 @@ export const routeName = (method: string, path: string) =>
   });
 
 /**
+ * The path checked ahead of the query (the validators check the query first): a request with a bad
+ * id and a bad query parameter answers about the id, the part that names what is asked for.
+ */
+const pathFirst = (params: z.ZodType) =>
+  createMiddleware<AppEnv>(async (c, next) => {
+    const checked = params.safeParse(c.req.param());
+    if (!checked.success) throw validationFailed(checked.error, "param");
+    await next();
+  });
+
+/**
  * Every authenticated route is declared through here, so each one gets the same guard chain
  * (after the credential and rate limit: scope → workspace access → body gate → idempotency →
  * validators → handler), the bearer security requirement, an operationId, and the error responses
@@ -48,6 +60,7 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
     ...(route.path.includes("{workspace_id}") ? [workspaceAccess] : []),
     ...(route.request?.body ? [maxBodyBytes === undefined ? jsonBody : readJsonBody(maxBodyBytes)] : []),
     ...(idempotent ? [idempotency] : []),
+    ...(route.request?.params ? [pathFirst(route.request.params as z.ZodType)] : []),
   ];
   // A route taking larger bodies says so where its 413 is described; its 400 and 409 name every code
   // they can carry.

@@ -1,7 +1,7 @@
 import { notFound } from "../errors/api-error";
 import { campaignInWorkspace } from "../campaigns/campaigns.repository";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, toPage } from "../lib/http";
+import { afterPosition, envelope, listScope, toPage } from "../lib/http";
 import { campaignStats, findOperation, listDeliveriesPage } from "./operations.repository";
 import { getCampaignStats, getOperation, listDeliveries } from "./operations.routes";
 import { serializeDelivery, serializeOperation } from "./operations.schemas";
@@ -16,7 +16,7 @@ export const operationsRouter = createRouter()
   .openapi(listDeliveries, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
     const { limit, after, status } = c.req.valid("query");
-    const scope = `deliveries:${campaign_id}`;
+    const scope = listScope(`deliveries:${campaign_id}`, { status });
     const position = await afterPosition(c, scope, after);
     // One round trip: the campaign's presence in the workspace and the page, read together.
     const [campaign, rows] = await c.var.db.batch([
