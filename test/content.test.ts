@@ -447,6 +447,8 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(e.param).toBe("html");
     expect(e.message).toContain('unknown variable "subscriber.nmae" on line 3');
     expect(rejection({ text: "{{ subscriber[x] }}" }).message).toContain('unknown variable "subscriber[x]" on line 1');
+    // A number Liquid cannot read is said to be one, not shown as the variable Liquid takes it for.
+    expect(rejection({ text: "{{ 2 | times: 1e308 }}" }).message).toBe('text: "1e308" is not a number Liquid reads on line 1 (write numbers as digits with an optional point, without an exponent)');
     expect(rejection({ subject: "{{ campaign.subject }}" }).param).toBe("subject");
     expect(rejection({ preheader: "{{ subscriber }}" }).message).toContain('unknown variable "subscriber" on line 1');
   });

@@ -127,7 +127,12 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
       const name = String(variable);
       const hint = field === "subject" && name.startsWith("campaign.") ? " (the subject cannot use itself)" : "";
       const line = variable.location.row;
-      unknown.push({ line, problem: new TemplateError(field, `unknown variable "${name}"${at(line)}${hint}; known: ${variableList}`) });
+      // Liquid reads a number it does not know (`1e3`, `1_000`) as the name of a variable.
+      const head = String(variable.segments[0] ?? "");
+      const problem = /^[0-9.]/.test(head)
+        ? `"${head}" is not a number Liquid reads${at(line)} (write numbers as digits with an optional point, without an exponent)`
+        : `unknown variable "${name}"${at(line)}${hint}; known: ${variableList}`;
+      unknown.push({ line, problem: new TemplateError(field, problem) });
     }
   }
   const problems = [...unknown.sort((a, b) => a.line - b.line).map((u) => u.problem), ...loopProblems(field, templates)];
