@@ -44,7 +44,7 @@ const tags = [
   { name: "Utility", description: "Liveness, this document and its reference; no credential needed." },
 ];
 
-export const resourceRouters = [
+const resourceRouters = [
   workspacesRouter,
   subscribersRouter,
   newslettersRouter,

@@ -41,21 +41,23 @@ describe("the pacer's slot arithmetic", () => {
 
   it("a 429 keeps the starts already confirmed, so a pause shorter than a window cannot crowd one", () => {
     // Two starts at 9,500 and 9,900 (rps 2: a window of 1,010 ms holds two); a 429 at 10,000 asks for
-    // 100 ms. A slot at 10,100 would make three starts within 1,010 ms.
+    // 100 ms. A start at 10,100 would make three within 1,010 ms: it is put off to 10,510.
     const paused = pauseUntil({ next: 10_400, starts: [9_500, 9_900] }, 10_000, 100);
     expect(paused.starts).toEqual([9_500, 9_900]);
-    expect(confirmSlot(paused, 10_100, 10_100, 2).granted).toBe(false);
-    expect(confirmSlot(paused, 10_600, 10_600, 2).granted).toBe(true);
+    expect(confirmSlot(paused, 10_050, 10_100, 2).start).toBe(10_510);
+    expect(confirmSlot(paused, 10_550, 10_600, 2).start).toBe(10_600);
+    // A slot the pause covers is refused outright: its caller reserves one after the pause.
+    expect(confirmSlot(paused, 10_000, 10_050, 2).start).toBeNull();
   });
 
-  it("slots kept on time are always confirmed, whatever the rate", () => {
+  it("slots kept on time are always confirmed at their own moment, whatever the rate", () => {
     for (const rps of [0.5, 1, 2, 3, 10]) {
       let state: PacerState = { next: 0 };
       for (let i = 0; i < 4 * Math.ceil(rps) + 2; i++) {
         const reserved = reserveSlot(state, 10_000, rps, 600_000);
         const { at } = reserved.reservation;
         const confirmed = confirmSlot(reserved.state, at - LEAD_MS, at, rps);
-        expect(confirmed.granted).toBe(true);
+        expect(confirmed.start).toBe(at);
         state = confirmed.state;
       }
     }
@@ -63,7 +65,7 @@ describe("the pacer's slot arithmetic", () => {
     expect(startWindow(0.5)).toEqual({ count: 1, ms: 2_010 });
   });
 
-  it("a sender that comes late to its slot is refused when leaving now would put rps + 1 starts in one second", () => {
+  it("a sender late to its slot leaves as much later as the rate needs, never putting rps + 1 starts in one second", () => {
     // Three slots at 2 a second: 10,050 / 10,560 / 11,070. The first sender wakes 600 ms late.
     let state: PacerState = { next: 0 };
     const slots: number[] = [];
@@ -74,38 +76,37 @@ describe("the pacer's slot arithmetic", () => {
     }
     const [first = 0, second = 0, third = 0] = slots;
     const b = confirmSlot(state, second - LEAD_MS, second, 2);
-    expect(b.granted).toBe(true);
+    expect(b.start).toBe(second);
     // Late, the first leaves at 10,650: one second from 10,560 holds two starts, which is allowed...
     const a = confirmSlot(b.state, first + 600, first, 2);
-    expect(a.granted).toBe(true);
+    expect(a.start).toBe(first + 600);
     expect(a.state.starts).toEqual([second, first + 600]);
-    // ...but then the third, on time at 11,070, would be the third start since 10,560: it is sent back
-    // to reserve again, and the slot after the next one is 1,010 ms clear of the second start.
+    // ...but then the third, on time at 11,070, would be the third start since 10,560: it waits until
+    // 11,570, a window after the second start, and slots handed out later come after it.
     const c = confirmSlot(a.state, third - LEAD_MS, third, 2);
-    expect(c.granted).toBe(false);
-    expect(c.state).toBe(a.state);
-    const again = reserveSlot(a.state, third - LEAD_MS, 2, 30_000).reservation.at;
-    expect(confirmSlot(a.state, again - LEAD_MS, again, 2).granted).toBe(true);
-    // Had the first come later still, past the third's slot, it would be the one refused.
-    const c2 = confirmSlot(b.state, third - LEAD_MS, third, 2);
-    expect(confirmSlot(c2.state, third + 100, first, 2).granted).toBe(false);
+    expect(c.start).toBe(second + 1_010);
+    expect(c.state.next).toBeGreaterThanOrEqual(second + 1_010 + intervalMs(2));
+    // A start more than MAX_SHIFT_MS away is not waited for: the caller reserves again.
+    expect(confirmSlot({ next: 0, starts: [10_000, 10_001] }, 10_020, 10_020, 2).start).toBe(11_010);
+    expect(confirmSlot({ next: 0, starts: [11_000, 11_001] }, 11_002, 11_002, 2).start).toBeNull();
     // Starts more than a window old are forgotten.
     expect(confirmSlot(a.state, 20_000, 20_000, 2).state.starts).toEqual([20_000]);
   });
 });
 
 describe("a request that leaves after its confirmed slot", () => {
-  it("moves its recorded start to when it leaves, unless that crowds a window; then it gives the slot up", () => {
+  it("moves its recorded start to when it can leave: now, or as much later as keeps every window within the rate", () => {
     // Starts at 10,000 and 10,510 (rps 2); the caller of the slot at 11,020 confirmed early, then woke at 11,070.
     const confirmed = confirmSlot({ next: 11_530, starts: [10_000, 10_510] }, 10_970, 11_020, 2);
-    expect(confirmed.granted).toBe(true);
+    expect(confirmed.start).toBe(11_020);
     const moved = restartSlot(confirmed.state, 11_070, 11_020, 2);
-    expect(moved).toEqual({ granted: true, state: expect.objectContaining({ starts: [10_510, 11_070] }) });
-    // Woken at 11,560, after the next caller left (11,530): with the start at 10,600 that would be
-    // three starts within 1,010 ms. Refused, and the slot's own start is dropped.
+    expect(moved.start).toBe(11_070);
+    expect(moved.state.starts).toEqual([10_510, 11_070]);
+    // Woken at 11,560, after the next caller left (11,530): with the start at 10,600, leaving now
+    // would make three within 1,010 ms; it leaves at 11,610, a window after 10,600.
     const crowded = restartSlot({ next: 12_000, starts: [10_600, 11_020, 11_530] }, 11_560, 11_020, 2);
-    expect(crowded.granted).toBe(false);
-    expect(crowded.state.starts).toEqual([10_600, 11_530]);
+    expect(crowded.start).toBe(11_610);
+    expect(crowded.state.starts).toEqual([10_600, 11_530, 11_610]);
   });
 
   it("says so to the pacer before leaving when its isolate kept it past its slot", async () => {
@@ -124,9 +125,9 @@ describe("a request that leaves after its confirmed slot", () => {
         }, 1);
         return at;
       },
-      restart: async (at: number) => {
-        calls.push(`restart ${Date.now() - at >= LATE_MS ? "late" : "on time"}`);
-        return true;
+      restart: async (start: number) => {
+        calls.push(`restart ${Date.now() - start >= LATE_MS ? "late" : "on time"}`);
+        return Date.now();
       },
     };
     const resend = mockResend();
@@ -166,7 +167,7 @@ describe("a 429 holds back every sender", () => {
       },
       restart: async () => {
         calls.push("restart");
-        return true;
+        return Date.now();
       },
     };
     const resend = mockResend();
@@ -185,7 +186,7 @@ describe("a 429 holds back every sender", () => {
       reserve: async () => (++reserved === 1 ? { at: Date.now(), waitMs: 0, granted: true } : { at: Date.now() + 60_000, waitMs: 60_000, granted: false }),
       pause: async () => {},
       confirm: async (at: number) => Math.max(at, Date.now()),
-      restart: async () => true,
+      restart: async () => Date.now(),
     };
     const resend = mockResend();
     resend.inject({ kind: "status", status: 500, name: "internal_server_error" });
@@ -197,7 +198,7 @@ describe("a 429 holds back every sender", () => {
   });
 
   it("leaves out of each request, and of every later one, whom the look before it names; the answer is the last request's", async () => {
-    const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: async (at: number) => Math.max(at, Date.now()), restart: async () => true };
+    const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: async (at: number) => Math.max(at, Date.now()), restart: async () => Date.now() };
     const resend = mockResend();
     // Try 1 (all four) is refused; try 2 (without x) is taken, its answer lost; try 3 (without x and z) meets the key's first payload.
     resend.inject({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1 }, { kind: "timeout" });
@@ -225,7 +226,7 @@ describe("a 429 holds back every sender", () => {
   });
 
   it("asks nothing when the look before the first request leaves everyone out", async () => {
-    const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: vi.fn(async (at: number) => Math.max(at, Date.now())), restart: async () => true };
+    const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: vi.fn(async (at: number) => Math.max(at, Date.now())), restart: async () => Date.now() };
     const resend = mockResend();
     const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
     const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };

@@ -3,8 +3,10 @@ import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import { createApp } from "../src/app";
 import worker from "../src/index";
-import { createCredential, createWorkspace, type CallOptions } from "./helpers";
-import { CapturedQueue, type Tenant } from "./send.fixtures";
+import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
+import { createCredential, createWorkspace, type CallOptions, seedSubscribers } from "./helpers";
+import { type Fault, mockResend } from "./resend.mock";
+import { CapturedQueue, createCampaign, type Tenant } from "./send.fixtures";
 
 // A send driven message by message: the app and the consumer get an env whose SEND_QUEUE keeps what
 // is sent, so a test hands messages to the consumer itself and can inject faults between the steps.
@@ -73,3 +75,75 @@ export const send = async (t: Tenant, campaignId: string, body: Record<string, u
   return res.body.data as { id: string };
 };
 
+/**
+ * A D1 binding on which the batch containing a statement with `sql` in it throws instead of running,
+ * like an isolate dying just before that write: once, after letting `skip` such batches through.
+ */
+export const crashingD1 = (sql: string, skip = 0) => {
+  const crashes = { left: 1, skip };
+  const statementsSql = new WeakMap<D1PreparedStatement, string>();
+  const db = {
+    prepare: (query: string) => {
+      const statement = env.DB.prepare(query);
+      const bind = statement.bind.bind(statement);
+      statement.bind = (...values: unknown[]) => {
+        const bound = bind(...values);
+        statementsSql.set(bound, query);
+        return bound;
+      };
+      statementsSql.set(statement, query);
+      return statement;
+    },
+    batch: async (statements: D1PreparedStatement[]) => {
+      if (crashes.left > 0 && statements.some((s) => statementsSql.get(s)?.includes(sql)) && crashes.skip-- <= 0) {
+        crashes.left--;
+        throw new Error("injected: isolate died");
+      }
+      return env.DB.batch(statements);
+    },
+    exec: (query: string) => env.DB.exec(query),
+    dump: () => env.DB.dump(),
+    withSession: (c?: string) => env.DB.withSession(c),
+  } as unknown as D1Database;
+  return { db, crashes };
+};
+
+/**
+ * A live send through the Resend mock to `recipients` new subscribers (`fields` as seedSubscribers
+ * takes them), the mock answering with `faults` first.
+ */
+export const resendSend = async (options: {
+  recipients: number;
+  faults?: Fault[];
+  fields?: Parameters<typeof seedSubscribers>[2];
+  /** The account's pacer, as `pacerStub` takes it (the real Durable Object by default). */
+  reserve?: Parameters<typeof pacerStub>[0];
+}) => {
+  const h = await harness("live", options.reserve ? { RESEND_PACER: pacerStub(options.reserve) } : {});
+  const ids = await seedSubscribers(h.t.workspace.id, options.recipients, options.fields);
+  const resend = mockResend();
+  resend.inject(...(options.faults ?? []));
+  const campaign = await createCampaign(h.t);
+  const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+  return { h, ids, resend, campaign, op };
+};
+
+/** The same fault for every try of one step. */
+export const everyTry = (fault: Fault): Fault[] => Array.from({ length: TRIES_PER_STEP }, () => fault);
+
+export const setStatus = async (t: Tenant, subscriberId: string | undefined, status: string) =>
+  expect((await t.call("PATCH", `${t.ws}/subscribers/${subscriberId}`, { body: { status } })).status).toBe(200);
+
+/**
+ * A RESEND_PACER binding whose pacer hands out slots as `reserve` says and confirms each as the real
+ * one does when nothing crowds it (the slot, or now for a caller that comes late).
+ */
+export const pacerStub = (reserve: () => Promise<{ at: number; waitMs: number; granted: boolean }>) =>
+  ({
+    idFromName: () => ({}),
+    get: () => ({ reserve, pause: async () => undefined, confirm: async (at: number) => Math.max(at, Date.now()), restart: async () => Date.now() }),
+  }) as unknown as Env["RESEND_PACER"];
+
+/** Each of the first `count` seeded addresses (user0@example.com, …) got exactly one copy. */
+export const expectEachMailedOnce = (resend: ReturnType<typeof mockResend>, count: number) =>
+  expect([...resend.copiesPerRecipient().entries()].sort()).toEqual(Array.from({ length: count }, (_, i) => [`user${i}@example.com`, 1]));

@@ -7,6 +7,7 @@ import { requestContext } from "../../src/middleware/request-context";
 import { deliveryInsertStatements } from "../../src/sending/deliveries.repository";
 import { sandboxIntegration } from "../../src/sending/integrations/sandbox";
 import { FANOUT_WINDOW } from "../../src/sending/fanout";
+import { listScope } from "../../src/lib/http";
 import { findSubscriberSql, insertSubscriberSql, listSubscribersSql } from "./statements";
 import { composeEmail, composerFor } from "../../src/sending/compose";
 import { BENCH_TEMPLATE } from "./bench.content";
@@ -96,7 +97,8 @@ baselines.get("/cursor", async (c) => {
     .bind(...params)
     .first<{ id: string }>();
   if (!row) return c.json({ error: "no such position" }, 404);
-  const cursor = await cursorCodec(signerFor(c.env)).encode(`subscribers:${workspaceId}`, row.id);
+  // The list's scope as the API makes it: the workspace's subscribers with these filters.
+  const cursor = await cursorCodec(signerFor(c.env)).encode(listScope(`subscribers:${workspaceId}`, { status, tag }), row.id);
   return c.json({ position: row.id, cursor });
 });
 

@@ -20,7 +20,7 @@ import {
  * their bytes (`\u003c` for a `<`, as Go's encoder writes it): these routes take 5 MiB, so templates
  * within their limits are never refused for their encoding.
  */
-export const CONTENT_BODY_BYTES = 5 * 1024 * 1024;
+const CONTENT_BODY_BYTES = 5 * 1024 * 1024;
 
 const one = (description: string) => ({
   description,

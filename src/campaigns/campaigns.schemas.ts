@@ -38,13 +38,13 @@ const templateField = (maxBytes: number, description: string, example: string) =
 const TEMPLATE_NOTE =
   "A Liquid template (variables `subscriber.email`, `subscriber.name`, `subscriber.tags`, `subscriber.location`, `subscriber.source`, `campaign.subject`, `newsletter.name`, `newsletter.address`, `unsubscribe_url`; filters such as `default`, `upcase`, `capitalize`), checked when saved: a syntax error or an unknown variable is a 400 `validation_failed` naming this field and the line. A message that does not show `unsubscribe_url` gets the service's footer (the link and the newsletter's `address`); one that shows the link but not the address gets a footer with the address alone.";
 
-export const htmlField = templateField(
+const htmlField = templateField(
   CONTENT_LIMITS.html,
   `The html body. ${TEMPLATE_NOTE} Every output is HTML-escaped. A footer with the unsubscribe link and the newsletter's address is added to every message that does not show \`{{ unsubscribe_url }}\` as an \`<a>\` element's \`href\` (outside html comments), decided per message. At most 512 KiB of UTF-8 (\`x-max-bytes\`; \`maxLength\` bounds the characters, a looser bound for text beyond ASCII).`,
   '<html><body><h1>Hello {{ subscriber.name | default: "there" }}!</h1><p>This week in {{ newsletter.name }}…</p><p><a href="{{ unsubscribe_url }}">Unsubscribe</a></p></body></html>',
 );
 
-export const textField = templateField(
+const textField = templateField(
   CONTENT_LIMITS.text,
   `The plain-text body. ${TEMPLATE_NOTE} Without it, the text part is derived from \`html\` (links kept as URLs), else it is the preheader or the subject. At most 256 KiB of UTF-8 (\`x-max-bytes\`; \`maxLength\` bounds the characters).`,
   "Hello {{ subscriber.name | default: \"there\" }}!\n\nThis week in {{ newsletter.name }}…\n\nUnsubscribe: {{ unsubscribe_url }}",
@@ -194,7 +194,7 @@ export const EmailPreviewSchema = z
   })
   .openapi("EmailPreview");
 
-export const TEST_SEND_MAX = 5;
+const TEST_SEND_MAX = 5;
 
 export const TestSendBody = z
   .strictObject({

@@ -5,7 +5,7 @@ import { escapeHtml } from "../lib/html";
 // from a 375 px phone to a desktop, in light and dark mode.
 
 /** `ada@example.com` → `a***@example.com`: enough for its owner to recognise, little for anyone else. */
-export const maskEmail = (email: string) => {
+const maskEmail = (email: string) => {
   const at = email.lastIndexOf("@");
   if (at <= 0) return "***";
   return `${email[0]}***${email.slice(at)}`;

@@ -46,7 +46,7 @@ export const RENDER_MEMORY_LIMIT = 200_000;
  * bounded in items by the allocation limit, but not in what each pass does: 1,000 × 199 passes of 50
  * cheap `if`s took 27 s of CPU. Tens of milliseconds of work at most, per part and message.
  */
-export const RENDER_WORK_LIMIT = 20_000;
+const RENDER_WORK_LIMIT = 20_000;
 
 export class TooMuchWork extends Error {
   constructor(readonly limit: number) {

@@ -148,7 +148,7 @@ const tagEndOf = (m: Masking, open: number): TagEnd => {
  * value, so this bounds the work per value (no real tag is longer; a longer one holding a value is
  * refused when the template is saved).
  */
-export const TAG_WINDOW = 8 * 1024;
+const TAG_WINDOW = 8 * 1024;
 
 /**
  * Where what a template prints at `begin` of `source` lands: in text (null); inside a tag, with

@@ -226,4 +226,4 @@ export class MessageRenderer {
  * A part whose footer (block `footer`) goes only where the message does not show `url` itself; where
  * it does, `address` (the newsletter's, when set) stands in the footer's place unless the part shows it.
  */
-export type FooterLink = { url: string; footer: BlockName; address?: AddressFooter | null };
+type FooterLink = { url: string; footer: BlockName; address?: AddressFooter | null };

@@ -19,13 +19,13 @@ export class TemplateError extends Error {
   }
 }
 
-export const MAX_LOOP_RANGE = 1000;
+const MAX_LOOP_RANGE = 1000;
 
 /**
  * Liquid tags and outputs one template may hold: half the render's step budget (each is at least a
  * step), and a bound on the work of checking it when it is saved.
  */
-export const MAX_LIQUID_PIECES = 10_000;
+const MAX_LIQUID_PIECES = 10_000;
 
 /** The variables a template may use, by root; `null`: the root is a value itself. */
 const VARIABLES: Record<string, readonly string[] | null> = {
@@ -37,7 +37,7 @@ const VARIABLES: Record<string, readonly string[] | null> = {
 /** Liquid's own properties of any value (`subscriber.tags.size`, `subscriber.tags.first`). */
 const VALUE_PROPERTIES = new Set(["size", "first", "last"]);
 
-export const variableList = "subscriber.email, subscriber.name, subscriber.tags, subscriber.location, subscriber.source, campaign.subject, newsletter.name, newsletter.address, unsubscribe_url";
+const variableList = "subscriber.email, subscriber.name, subscriber.tags, subscriber.location, subscriber.source, campaign.subject, newsletter.name, newsletter.address, unsubscribe_url";
 
 const engineFor = (field: TemplateField): Engine => (field === "html" ? htmlEngine : plainEngine);
 
@@ -97,7 +97,7 @@ const loopProblems = (field: TemplateField, templates: Template[]): TemplateErro
 };
 
 /** A checked template, with the names of the variables it reads from outside. */
-export type ParsedTemplate = { templates: Template[]; globals: ReadonlySet<string> };
+type ParsedTemplate = { templates: Template[]; globals: ReadonlySet<string> };
 
 /**
  * Parses `source` as the template of `field` and checks it statically: the parsed template, or every

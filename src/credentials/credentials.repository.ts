@@ -23,7 +23,7 @@ export const findCredentialByHash = async (db: Db, tokenHash: string): Promise<C
   return row && { ...row, workspaceIds: JSON.parse(row.workspaceIds) as string[] };
 };
 
-export type NewCredential = {
+type NewCredential = {
   id: string;
   name: string | null;
   mode: CredentialMode;

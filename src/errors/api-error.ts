@@ -28,11 +28,11 @@ export const errorCodes = {
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;
-export type ErrorStatus = (typeof errorCodes)[ErrorCode]["status"];
+type ErrorStatus = (typeof errorCodes)[ErrorCode]["status"];
 
 export type ErrorDetail = { param?: string; message: string; [extra: string]: unknown };
 
-export type ApiErrorOptions = {
+type ApiErrorOptions = {
   param?: string;
   details?: ErrorDetail[];
   /** Extra response headers (Allow, Retry-After, WWW-Authenticate). */

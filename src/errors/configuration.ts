@@ -6,7 +6,7 @@ import { ApiError } from "./api-error";
 type Requirement = { for: string; /** Needed only when this holds (always, without it). */ when?: (env: Env) => boolean };
 
 /** The bindings API requests rely on, with what each is for and, for some, when it is needed. */
-export const requiredBindings = {
+const requiredBindings = {
   DB: { for: "D1 database (all data)" },
   IDEMPOTENCY_KV: { for: "KV namespace (Idempotency-Key replays)" },
   SEND_QUEUE: { for: "Queue producer (campaign sends)" },
@@ -19,7 +19,7 @@ export const requiredBindings = {
   },
 } as const satisfies Partial<Record<keyof Env, Requirement>>;
 
-export type BindingName = keyof typeof requiredBindings;
+type BindingName = keyof typeof requiredBindings;
 
 const requirements: Record<BindingName, Requirement> = requiredBindings;
 

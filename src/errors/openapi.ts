@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { MAX_BODY_BYTES } from "../middleware/request-context";
 import { type ErrorCode, errorCodes } from "./api-error";
 
-export const ErrorSchema = z
+const ErrorSchema = z
   .object({
     error: z.object({
       type: z.enum([...new Set(Object.values(errorCodes).map((e) => e.type))] as [string, ...string[]]),

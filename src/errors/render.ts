@@ -4,7 +4,7 @@ import type { AppEnv } from "../lib/types";
 import { ApiError } from "./api-error";
 import { configurationProblemOf } from "./configuration";
 
-export type ErrorBody = {
+type ErrorBody = {
   error: {
     type: string;
     code: string;
@@ -15,7 +15,7 @@ export type ErrorBody = {
   };
 };
 
-export const errorBody = (err: ApiError, requestId: string): ErrorBody => ({
+const errorBody = (err: ApiError, requestId: string): ErrorBody => ({
   error: {
     type: err.type,
     code: err.code,

@@ -56,7 +56,7 @@ export type ResourceKind = keyof typeof resources;
 type Column = ReturnType<typeof getTableColumns>[string];
 
 /** The column's name in SQL (the schema names columns by their key, in snake_case). */
-export const sqlName = (key: string, column: Column) => (column.keyAsName ? toSnakeCase(key) : column.name);
+const sqlName = (key: string, column: Column) => (column.keyAsName ? toSnakeCase(key) : column.name);
 
 /**
  * SQL for the row of `kind` the enclosing query selects, as one JSON object keyed by SQL column

@@ -30,7 +30,7 @@ const IPV4 = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d
 const NON_ASCII = /[^\x00-\x7f]/;
 
 export const EMAIL_MAX_LENGTH = 254;
-export const EMAIL_LOCAL_MAX_LENGTH = 64;
+const EMAIL_LOCAL_MAX_LENGTH = 64;
 
 // The WHATWG URL parser validates IPv6 text exactly (all RFC 4291 forms, embedded IPv4 included).
 const isIpv6 = (text: string) => {

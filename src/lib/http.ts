@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { AppEnv } from "./types";
 
-export type Envelope<T> = { data: T };
+type Envelope<T> = { data: T };
 export type Pagination = { has_more: true; next_cursor: string } | { has_more: false; next_cursor: null };
 export type Page<T> = { data: T[]; pagination: Pagination };
 

@@ -6,7 +6,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 // per isolate; the counts belong to the request whose async context makes the call.
 
 type Tally = { calls: number; ms: number };
-export type RoundTrips = { db: Tally; kv: Tally };
+type RoundTrips = { db: Tally; kv: Tally };
 
 const current = new AsyncLocalStorage<RoundTrips>();
 

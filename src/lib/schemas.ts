@@ -39,7 +39,7 @@ const characterRules = (text: z.ZodString) =>
  * At most `max` characters, counted as JSON Schema's maxLength counts them (code points), so an
  * emoji is one character, not two UTF-16 units.
  */
-export const atMostCharacters =
+const atMostCharacters =
   (max: number) =>
   (ctx: z.core.ParsePayload<string>): void => {
     if (ctx.value.length <= max) return;
@@ -130,7 +130,7 @@ export const optionalEmailAddress = (what: string) =>
 // ---- Tags ------------------------------------------------------------------------------------
 
 export const TAG_MAX_LENGTH = 40;
-export const TAGS_MAX = 50;
+const TAGS_MAX = 50;
 
 /**
  * A tag list: each tag trimmed, 1 to 40 characters; duplicates dropped, order kept. At most 50
@@ -190,7 +190,7 @@ export const afterQuery = queryString()
 // ---- Responses -------------------------------------------------------------------------------
 
 /** `next_cursor` is a string exactly when `has_more` is true, so a typed client narrows on `has_more`. */
-export const PaginationSchema = z
+const PaginationSchema = z
   .union([
     z.object({ has_more: z.literal(true), next_cursor: z.string().openapi({ description: "Pass as `after` for the next page." }) }),
     z.object({ has_more: z.literal(false), next_cursor: z.null() }),

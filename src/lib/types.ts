@@ -19,7 +19,7 @@ export type Scope = (typeof scopes)[number];
 export type CredentialMode = "test" | "live";
 
 /** The caller, as resolved from the bearer token by the auth middleware. */
-export type Principal = {
+type Principal = {
   credentialId: string;
   mode: CredentialMode;
   scopes: readonly Scope[];

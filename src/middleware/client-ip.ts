@@ -7,7 +7,7 @@ import { secondsLeftInWindow } from "./auth";
  * through the edge). Without it (a proxy in front that drops it, or local development) every client
  * shares one bucket, "unknown".
  */
-export const clientIp = (c: Context<AppEnv>): string => c.req.header("cf-connecting-ip") ?? "unknown";
+const clientIp = (c: Context<AppEnv>): string => c.req.header("cf-connecting-ip") ?? "unknown";
 
 /**
  * Spends one of the client IP's requests to the public routes of one kind (`PUBLIC_RATE_LIMITER`,

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { differs } from "../db/differs";
 import { newsletters } from "../db/schema";
 
-export type NewsletterRow = typeof newsletters.$inferSelect;
+type NewsletterRow = typeof newsletters.$inferSelect;
 
 export const insertNewsletter = (db: Db, row: typeof newsletters.$inferInsert) =>
   db.insert(newsletters).values(row).returning();

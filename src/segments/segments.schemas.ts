@@ -10,7 +10,7 @@ const filterTags = (description: string) => tagList({ minItems: 1, description: 
 
 const filterKeys = ["tags_any", "tags_all"] as const;
 
-export const SegmentFilterSchema = z
+const SegmentFilterSchema = z
   .strictObject({
     tags_any: filterTags("Subscribers having at least one of these tags."),
     tags_all: filterTags("Subscribers having every one of these tags."),
@@ -47,7 +47,7 @@ export const CreateSegmentBody = z
   .strictObject({ name: requiredText(200), filter: SegmentFilterSchema })
   .openapi("CreateSegmentRequest");
 
-export type CreateSegmentInput = z.infer<typeof CreateSegmentBody>;
+type CreateSegmentInput = z.infer<typeof CreateSegmentBody>;
 
 export const ListSegmentsQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
 

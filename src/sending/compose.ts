@@ -28,7 +28,7 @@ export type Addressee = Recipient & { id: string };
 /** The sample subscriber's id: well-formed, so its link has the real shape, and naming nobody. */
 export const SAMPLE_SUBSCRIBER_ID = "sub_00000000000000000000000000";
 
-export const formatFrom = (context: Pick<MessageContext, "fromName" | "fromEmail">) =>
+const formatFrom = (context: Pick<MessageContext, "fromName" | "fromEmail">) =>
   context.fromName ? `"${context.fromName.replace(/["\\]/g, "\\$&")}" <${context.fromEmail}>` : context.fromEmail;
 
 // Compiling a campaign (parsing and checking its templates, deriving its text part from the html)

@@ -9,7 +9,7 @@ import { completionStatements, type OperationState } from "./send.repository";
 // ---- fan-out ----
 
 /** What a template may say about a subscriber, as the recipient queries select it. */
-export type SubscriberFields = { name: string | null; tags: string[]; location: string | null; source: string | null };
+type SubscriberFields = { name: string | null; tags: string[]; location: string | null; source: string | null };
 type SubscriberFieldsRow = { name: string | null; tags: string; location: string | null; source: string | null };
 const subscriberFields = (r: SubscriberFieldsRow): SubscriberFields => ({
   name: r.name,
@@ -90,7 +90,7 @@ export const deliveryStatements = (
   ];
 };
 
-export type DeliveryPage = {
+type DeliveryPage = {
   rows: NewDelivery[];
   settle: ((deliveryId: string) => string) | undefined;
   workspaceId: string;

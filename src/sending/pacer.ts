@@ -6,11 +6,11 @@ import { DurableObject } from "cloudflare:workers";
 // and waits until then. Slots are spaced just over 1000 / rps ms apart, so no second holds more than `rps`
 // request starts; a 429 pauses every caller until its Retry-After has passed, those holding a slot
 // inside the pause included: a caller confirms its slot just before it comes, and reserves again if
-// a pause has covered it since. Confirming records the moment the request leaves (the slot, or now
-// when the caller comes late), and a confirmation that would put more than `rps` starts in one
-// sliding second is refused too: a caller that woke late cannot crowd the callers that kept time.
-// A caller that cannot leave at the start recorded for it (its isolate busy, the answer slow) says so
-// before leaving, and its recorded start moves to when it really leaves, or it reserves again.
+// a pause has covered it since. Confirming records the moment the request leaves: its slot, or, for a
+// caller that comes late, the earliest moment that keeps every sliding second at `rps` starts (a
+// caller that woke late cannot crowd the callers that kept time; it waits the few ms it must). A
+// caller that cannot leave at the start recorded for it (its isolate busy, the answer slow) says so
+// before leaving, and its start moves likewise.
 
 export type PacerState = {
   /** Earliest time (epoch ms) the next slot may start. */
@@ -21,7 +21,7 @@ export type PacerState = {
   starts?: number[];
 };
 
-export type Reservation = {
+type Reservation = {
   /**
    * When the request may leave (epoch ms). The caller waits until then by its own clock, so the
    * time the answer took to come back from the pacer is not added to the slot.
@@ -81,36 +81,63 @@ export const startWindow = (rps: number): { count: number; ms: number } => {
   return { count, ms: Math.ceil((1000 * count) / rps) + 10 };
 };
 
-/**
- * Confirming the slot at `at`, just before it (or after it, from a caller that woke late): granted
- * when no pause has covered it and the request, leaving at the later of `at` and `now`, keeps every
- * window at `count` starts or fewer; then its start is recorded. Starts older than a window are
- * dropped, as they can share none with a request yet to come.
- */
-export const confirmSlot = (state: PacerState, now: number, at: number, rps: number): { state: PacerState; granted: boolean } => {
-  if (!slotStands(state, at)) return { state, granted: false };
-  const window = startWindow(rps);
-  const start = Math.max(at, now);
-  const starts = [...(state.starts ?? []).filter((s) => s > now - window.ms), start].sort((a, b) => a - b);
+/** Whether `starts` (sorted) keep every window at `count` starts or fewer. */
+const fits = (starts: readonly number[], window: { count: number; ms: number }): boolean => {
   for (let i = 0; i + window.count < starts.length; i++) {
-    if ((starts[i + window.count] as number) - (starts[i] as number) < window.ms) return { state, granted: false };
+    if ((starts[i + window.count] as number) - (starts[i] as number) < window.ms) return false;
   }
-  return { state: { ...state, starts }, granted: true };
+  return true;
 };
 
 /**
- * A caller whose request was recorded as leaving at `start` could not leave then (its isolate was
- * busy with other work, or the pacer's answer came back slowly), and leaves `now` instead. Its start
- * moves there if every window still holds `count` starts or fewer; otherwise it is dropped, and the
- * caller reserves again.
+ * A start that cannot be at its slot is put off by at most this: a sender woken a little late costs
+ * the account that little, and the later senders' slots shift with it, rather than losing its turn
+ * (a slot at the end of every sender's queue). Past it, the sender reserves again.
  */
-export const restartSlot = (state: PacerState, now: number, start: number, rps: number): { state: PacerState; granted: boolean } => {
+export const MAX_SHIFT_MS = 1_000;
+
+/**
+ * Records a request's start at the earliest moment from `from` on that keeps every window at `count`
+ * starts or fewer, given the starts already recorded (those of the callers that kept time, and any
+ * confirmed for later); null when that is more than MAX_SHIFT_MS away. Starts older than a window are
+ * dropped, as they can share none with a request yet to come.
+ */
+const recordStart = (state: PacerState, now: number, from: number, rps: number): { state: PacerState; start: number | null } => {
+  const window = startWindow(rps);
+  const recent = (state.starts ?? []).filter((s) => s > now - window.ms).sort((a, b) => a - b);
+  // The earliest fitting moment is `from`, or one window after a recorded start (the first moment it
+  // stops counting), or a recorded start itself (where the group around it changes).
+  const candidates = [from, ...recent.flatMap((s) => [s, s + window.ms])].filter((t) => t >= from && t - from <= MAX_SHIFT_MS).sort((a, b) => a - b);
+  const start = candidates.find((t) => fits([...recent, t].sort((a, b) => a - b), window));
+  if (start === undefined) return { state, start: null };
+  const starts = [...recent, start].sort((a, b) => a - b);
+  // Slots handed out from now on come after it.
+  return { state: { ...state, starts, next: Math.max(state.next, start + intervalMs(rps)) }, start };
+};
+
+/**
+ * Confirming the slot at `at`, just before it (or after it, from a caller that woke late): refused
+ * (null) when a pause has covered it since it was reserved; otherwise the request's start is
+ * recorded and answered: the later of `at` and `now`, or a little after when leaving then would put
+ * more than `count` starts into a window (a late caller cannot crowd the callers that kept time).
+ */
+export const confirmSlot = (state: PacerState, now: number, at: number, rps: number): { state: PacerState; start: number | null } =>
+  slotStands(state, at) ? recordStart(state, now, Math.max(at, now), rps) : { state, start: null };
+
+/**
+ * A caller whose request was recorded as leaving at `start` could not leave then (its isolate was
+ * busy with other work, or the pacer's answer came back slowly), and leaves from `now` on instead:
+ * its start moves to the earliest moment that keeps every window within the rate (null: none near
+ * enough, or a pause covers now; the caller reserves again).
+ */
+export const restartSlot = (state: PacerState, now: number, start: number, rps: number): { state: PacerState; start: number | null } => {
   const starts = [...(state.starts ?? [])];
   const own = starts.indexOf(start);
   if (own >= 0) starts.splice(own, 1);
   const without = { ...state, starts };
-  const moved = confirmSlot(without, now, now, rps);
-  return moved.granted ? moved : { state: without, granted: false };
+  if (!slotStands(without, now)) return { state: without, start: null };
+  const moved = recordStart(without, now, now, rps);
+  return moved.start === null ? { state: without, start: null } : moved;
 };
 
 /** The rate from RESEND_MAX_RPS: a positive number, else the contract's default of 2. */
@@ -145,16 +172,15 @@ export class ResendPacer extends DurableObject<Env> {
   }
 
   confirm(at: number, rps: number): number | null {
-    const now = Date.now();
-    const { state, granted } = confirmSlot(this.state, now, at, rps);
+    const { state, start } = confirmSlot(this.state, Date.now(), at, rps);
     this.save(state);
-    return granted ? Math.max(at, now) : null;
+    return start;
   }
 
-  restart(start: number, rps: number): boolean {
-    const { state, granted } = restartSlot(this.state, Date.now(), start, rps);
-    this.save(state);
-    return granted;
+  restart(start: number, rps: number): number | null {
+    const moved = restartSlot(this.state, Date.now(), start, rps);
+    this.save(moved.state);
+    return moved.start;
   }
 
   private save(state: PacerState) {
@@ -170,16 +196,16 @@ export type Pacer = {
   reserve(rps: number, maxWaitMs: number): Promise<Reservation>;
   pause(retryAfterMs: number): Promise<void>;
   /**
-   * Just before the slot at `at`: null when a 429's pause has covered it since it was reserved, or
-   * when leaving now (the caller is late) would put more than the rate in one second; otherwise the
-   * request's start is recorded, and this is when: the slot, or now for a caller that came late.
+   * Just before the slot at `at`: null when a 429's pause has covered it since it was reserved (or
+   * the rate leaves no start near it); otherwise the request's start is recorded, and this is when
+   * the caller leaves: the slot, or a little later for a caller that came late.
    */
   confirm(at: number, rps: number): Promise<number | null>;
   /**
    * From a caller that could not leave at the start recorded for it (`start`, as `confirm` answered):
-   * true records its start as now instead; false drops it (leaving now would crowd a window).
+   * the new start recorded for it (now or a little later), or null (it reserves again).
    */
-  restart(start: number, rps: number): Promise<boolean>;
+  restart(start: number, rps: number): Promise<number | null>;
 };
 
 /** The pacer's stub, made on first use: resolving the integration (for /health, say) touches no binding. */

@@ -10,7 +10,7 @@ import { integrationSlugs, isIntegrationSlug, resolveIntegration } from "./integ
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import { createSendOperation } from "./send.repository";
 
-export type SendRequest = {
+type SendRequest = {
   workspaceId: string;
   campaignId: string;
   /** As asked by the client; omitted means `resend` for a live credential, `sandbox` for a test one. */

@@ -120,7 +120,7 @@ export const loadMessageContext = async (d1: D1Database, campaignId: string, wor
 
 // ---- send (producer) ----
 
-export type NewOperation = {
+type NewOperation = {
   id: string;
   workspaceId: string;
   campaignId: string;

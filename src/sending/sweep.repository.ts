@@ -1,6 +1,6 @@
 // The cron sweeper's queries: operations whose work is due, or whose messages were lost.
 
-export type SweepCandidates = {
+type SweepCandidates = {
   /** Queued operations that should have started: their start message was lost or never sent. */
   overdue: string[];
   /** Scheduled beyond the queue's longest delay and due within the next sweep interval. */

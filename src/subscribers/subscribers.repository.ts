@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { differs } from "../db/differs";
 import { subscribers, subscriberTags } from "../db/schema";
 
-export type SubscriberRow = typeof subscribers.$inferSelect;
+type SubscriberRow = typeof subscribers.$inferSelect;
 type Status = SubscriberRow["status"];
 
 // `subscriber_tags` is kept in step with `subscribers.tags` by triggers (migrations/0001), so every
@@ -38,7 +38,7 @@ export type SubscriberChanges = Partial<
  * API unsubscribed cannot come back through an unsubscribe link); setting the same status keeps the
  * record of what set it first.
  */
-export const statusSetByApi = (status: SubscriberRow["status"]) =>
+const statusSetByApi = (status: SubscriberRow["status"]) =>
   sql`CASE WHEN ${subscribers.status} = ${status} THEN ${subscribers.statusSource} ELSE 'api' END`;
 
 /**
@@ -67,7 +67,7 @@ export const updateSubscriber = (db: Db, workspaceId: string, id: string, change
     .returning();
 };
 
-export type SubscriberFilter = { status?: Status; tag?: string; email?: string };
+type SubscriberFilter = { status?: Status; tag?: string; email?: string };
 
 /** One page, newest first: every filter is a range scan on an index ending in the id. */
 export const listSubscribersPage = (

@@ -15,7 +15,7 @@ import {
 } from "../lib/schemas";
 import { iso } from "../lib/time";
 
-export const subscriberStatuses = ["active", "unsubscribed", "bounced", "pending"] as const;
+const subscriberStatuses = ["active", "unsubscribed", "bounced", "pending"] as const;
 
 export const SubscriberParams = z.object({
   workspace_id: idParam("workspace", "workspace_id"),

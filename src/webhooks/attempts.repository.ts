@@ -8,7 +8,7 @@ import { RETRY_DELAYS_SECONDS } from "./messages";
 // outcome. Every write is conditional on the state it read, so duplicate queue messages (at-least-once
 // delivery) never create a second attempt or count a try twice.
 
-export type DispatchEvent = { id: string; workspaceId: string; type: string; dispatchedAt: number | null };
+type DispatchEvent = { id: string; workspaceId: string; type: string; dispatchedAt: number | null };
 
 export const findEventForDispatch = async (d1: D1Database, eventId: string): Promise<DispatchEvent | undefined> => {
   const row = await d1

@@ -43,7 +43,7 @@ export const handleWebhookBatch = async (batch: MessageBatch<unknown>, env: Env)
 };
 
 /** Creates the event's attempts and enqueues their first tries; an event already dispatched is left alone. */
-export const dispatchEvent = async (env: Env, eventId: string, now: number): Promise<void> => {
+const dispatchEvent = async (env: Env, eventId: string, now: number): Promise<void> => {
   const event = await findEventForDispatch(env.DB, eventId);
   if (!event || event.dispatchedAt !== null) return;
   // Every enabled endpoint that takes the type (a test event never gets here: it is born dispatched,

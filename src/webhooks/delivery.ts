@@ -4,19 +4,19 @@ import { iso } from "../lib/time";
 import type { TryContext, TryOutcome } from "./attempts.repository";
 
 /** A receiver has this long to answer (headers and all) before the try counts as failed. */
-export const DELIVERY_TIMEOUT_MS = 10_000;
+const DELIVERY_TIMEOUT_MS = 10_000;
 /** Of a failed try's response body, only this much is read (for last_error); the rest is cancelled. */
 const ERROR_BODY_BYTES = 256;
 
 /** The event as delivered: the Standard Webhooks body `{type, timestamp, data}`. */
-export const eventPayload = (event: TryContext["event"]) =>
+const eventPayload = (event: TryContext["event"]) =>
   JSON.stringify({ type: event.type, timestamp: iso(event.createdAt), data: { object: eventObject(event) } });
 
 /**
  * The Standard Webhooks headers for `body`, signed now with each of the endpoint's secrets: after a
  * rotation, a signature per secret, space-separated, so a receiver holding either verifies it.
  */
-export const signedHeaders = (secrets: readonly string[], eventId: string, body: string, now: number) => {
+const signedHeaders = (secrets: readonly string[], eventId: string, body: string, now: number) => {
   const timestamp = new Date(Math.floor(now / 1000) * 1000);
   return {
     "content-type": "application/json",

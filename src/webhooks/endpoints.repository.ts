@@ -6,7 +6,7 @@ import { webhookAttempts, webhookEndpoints } from "../db/schema";
 import { eventStatement } from "../events/event-statement";
 import { MAX_ENDPOINTS_PER_WORKSPACE } from "./endpoints.schemas";
 
-export type EndpointRow = typeof webhookEndpoints.$inferSelect;
+type EndpointRow = typeof webhookEndpoints.$inferSelect;
 
 /** `whsec_` + base64 of 32 random bytes (the Standard Webhooks secret format). */
 export const newSecret = () => `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))}`;
@@ -60,7 +60,7 @@ export const updateEndpoint = (db: Db, workspaceId: string, id: string, { update
     .returning();
 
 /** How long the secret a rotation replaces keeps signing beside the new one. */
-export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
+const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
  * A new secret; the one it replaces signs beside it for PREVIOUS_SECRET_TTL_MS (a second rotation

@@ -8,7 +8,7 @@ import { URL_MAX_LENGTH } from "./url-rules";
 export const MAX_ENDPOINTS_PER_WORKSPACE = 20;
 
 /** What an endpoint can subscribe to (`webhook.test` goes to the endpoint being tested, whatever it lists). */
-export const subscribableTypes = eventTypes.filter((t) => t !== "webhook.test");
+const subscribableTypes = eventTypes.filter((t) => t !== "webhook.test");
 
 export const EndpointParams = WorkspaceParams.extend({ endpoint_id: idParam("webhook_endpoint", "endpoint_id") });
 

@@ -108,7 +108,7 @@ const LEARN_MESSAGE_ID = `UPDATE deliveries SET provider_message_id = ?2, update
  * reports it (written only if the effect changed a row: subscriber.bounced, subscriber.unsubscribed,
  * delivery.bounced, delivery.complained), then the receipt.
  */
-export const feedbackStatements = (d1: D1Database, event: FeedbackEvent, now: number): D1PreparedStatement[] => {
+const feedbackStatements = (d1: D1Database, event: FeedbackEvent, now: number): D1PreparedStatement[] => {
   const effects = event.emailId === null ? [] : effectsOf(event);
   const learn: Effect[] = effects.length > 0 && event.deliveryId !== null ? [{ sql: LEARN_MESSAGE_ID }] : [];
   const bindings = [event.svixId, event.emailId, event.at, now, event.bounceType, event.deliveryId];

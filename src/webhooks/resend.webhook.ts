@@ -12,7 +12,7 @@ import { applyFeedback, type FeedbackEvent } from "./feedback.repository";
 // scheme under `svix-` header names). No bearer credential: the signature is the authority.
 
 /** Resend's events are a few KB; anything near this is not one of them. */
-export const MAX_WEBHOOK_BYTES = 256 * 1024;
+const MAX_WEBHOOK_BYTES = 256 * 1024;
 
 const invalidSignature = (why: string) => new ApiError("invalid_signature", `The webhook signature could not be verified: ${why}`);
 

@@ -12,7 +12,7 @@ export const WorkspaceSchema = z
   })
   .openapi("Workspace");
 
-export type Workspace = z.infer<typeof WorkspaceSchema>;
+type Workspace = z.infer<typeof WorkspaceSchema>;
 
 export const ListWorkspacesQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
 

@@ -46,9 +46,9 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 export type ResendConfig = { apiKey: string; baseUrl: string; rps: number; pacer: Pacer };
 
 /** Worth asking again under the key. */
-export type Retryable = { kind: "retry"; error: DeliveryError; status?: number; retryAfterMs?: number };
+type Retryable = { kind: "retry"; error: DeliveryError; status?: number; retryAfterMs?: number };
 /** No slot soon enough: nothing was sent. */
-export type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: number };
+type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: number };
 /**
  * The request's answer settles the batch: an outcome per email (in request order), or a refusal of
  * the whole request; `acceptedEarlier`: the key stands for a batch taken in an earlier request.
@@ -85,9 +85,9 @@ const abandoned: Retryable = { kind: "retry", error: { code: "resend_abandoned",
 /**
  * Waits for the next request slot; deferred when the slot is further away than MAX_SLOT_WAIT_MS.
  * Just before the slot (LEAD_MS, the pacer's own margin for its answer's trip) it is confirmed: a
- * 429 met by another sender meanwhile may have paused the account past it, or this caller may have
- * come so late that leaving now would crowd the senders that kept their slots; then a later slot is
- * reserved instead. `beforeConfirm` is the last look before the request (whether anyone is still
+ * 429 met by another sender meanwhile may have paused the account past it (then a later slot is
+ * reserved), or this caller may have come so late that leaving now would crowd the senders that kept
+ * their slots (then it leaves as much later as it must, when the pacer says). `beforeConfirm` is the last look before the request (whether anyone is still
  * to be mailed), ahead of the confirmation, so that a slow look makes the request late only as the pacer
  * knows it. Once `stop` is aborted (the batch was answered meanwhile) no slot is confirmed: an
  * abandoned ask spends none of the account's rate.
@@ -104,15 +104,16 @@ export const awaitSlot = async (config: ResendConfig, stop: AbortSignal, beforeC
     // Nobody left to ask: the slot is not confirmed (it lapses).
     if (beforeConfirm && !(await beforeConfirm())) return;
     if (stop.aborted) return abandoned;
-    const start = await config.pacer.confirm(slot.at, config.rps);
-    if (start === null) continue;
-    const wait = start - Date.now();
-    if (wait > 0) await sleep(wait);
-    // Past the start the pacer recorded (woken late while the isolate was busy, or its answer came
-    // back slowly): leaving now could put one start too many into a second. It is told, and may send
-    // the request back for another slot.
-    if (Date.now() - start > LATE_MS && !(await config.pacer.restart(start, config.rps))) continue;
-    return;
+    let start = await config.pacer.confirm(slot.at, config.rps);
+    while (start !== null) {
+      const wait = start - Date.now();
+      if (wait > 0) await sleep(wait);
+      if (stop.aborted) return abandoned;
+      if (Date.now() - start <= LATE_MS) return;
+      // Past the start the pacer recorded (woken late while the isolate was busy, or its answer came
+      // back slowly): leaving now could put one start too many into a second. The pacer moves it.
+      start = await config.pacer.restart(start, config.rps);
+    }
   }
 };
 

@@ -6,7 +6,7 @@ import { type BatchAnswer, type Integration, noOutcome, type OutboundEmail, type
 // (src/sending/pacer.ts, requests: resend-requests.ts). This module is what a batch's requests add
 // up to: its tries, who is left out of which request, and the batch's answer.
 
-export const RESEND_BATCH_SIZE = 100;
+const RESEND_BATCH_SIZE = 100;
 /** Tries of one batch within one queue message before the message itself is retried with backoff. */
 export const TRIES_PER_STEP = 3;
 

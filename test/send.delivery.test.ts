@@ -1,0 +1,168 @@
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
+import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
+import { seedSubscribers } from "./helpers";
+import { type Fault, mockResend } from "./resend.mock";
+import { allDeliveries, createCampaign, createNewsletter } from "./send.fixtures";
+import { everyTry, harness, operationOf, resendSend, send } from "./send.harness";
+
+// Delivery through Resend, driven message by message (send.harness.ts) against its stand-in
+// (resend.mock.ts): batching, pacing, partial failure, refusals.
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("delivery through Resend (live credential, mocked provider)", () => {
+  it("sends every subscriber exactly the message its preview shows (one rendering path)", async () => {
+    const h = await harness("live");
+    const [first, second] = await seedSubscribers(h.t.workspace.id, 2);
+    await env.DB.prepare("UPDATE subscribers SET name = '<i>Ann</i>', tags = '[\"vip\"]', location = 'Oslo' WHERE id = ?").bind(first).run();
+    const resend = mockResend();
+    const newsletter = await createNewsletter(h.t, { reply_to: "editor@example.com" });
+    const campaign = await createCampaign(h.t, {
+      newsletter_id: newsletter.id,
+      subject: "{{ subscriber.name | default: 'Friend' }}, your notes",
+      preheader: "From {{ subscriber.location | default: 'anywhere' }}",
+      html: '<html><body><p>Hi {{ subscriber.name }}</p>{% for t in subscriber.tags %}<b>{{ t | upcase }}</b>{% endfor %}<a href="https://example.com">Read</a></body></html>',
+    });
+    await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+
+    expect(resend.calls).toHaveLength(1);
+    const received = resend.received.map(({ id: _id, ...message }) => message);
+    expect(received).toHaveLength(2);
+    for (const id of [first, second]) {
+      const preview = await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/preview`, { body: { subscriber_id: id } });
+      expect(preview.status, preview.text).toBe(200);
+      const p = preview.body.data;
+      const got = received.find((r) => r.to[0] === p.to);
+      const { tags, ...message } = got ?? { tags: undefined };
+      expect(message).toEqual({ from: p.from, reply_to: p.reply_to, to: [p.to], subject: p.subject, html: p.html, text: p.text, headers: p.headers });
+      expect(tags).toEqual([{ name: "delivery_id", value: expect.stringMatching(/^dlv_/) }]);
+      expect(p.reply_to).toBe("editor@example.com");
+    }
+    const ann = received.find((r) => r.subject === "<i>Ann</i>, your notes");
+    expect(ann?.html).toContain("<p>Hi &lt;i&gt;Ann&lt;/i&gt;</p><b>VIP</b>");
+    expect(ann?.html).toContain(">From Oslo\n&#847;&zwnj;&nbsp;");
+    expect(received.find((r) => r.subject === "Friend, your notes")?.text).toContain("Read <https://example.com>");
+  });
+
+  it("sends a chunk as one batch request with permissive validation and the chunk's idempotency key", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 3);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t, { subject: "Launch", preheader: "It is out" });
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+
+    expect(resend.calls).toHaveLength(1);
+    const [call] = resend.calls;
+    expect(call).toMatchObject({ url: "https://api.resend.com/emails/batch", auth: "Bearer re_test_key", validation: "permissive" });
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    const ids = deliveries.map((d) => d.id).sort();
+    expect(call?.key).toMatch(new RegExp(`^${op.id}:${ids[0]}\\.\\.${ids[2]}:[0-9a-f]{16}$`));
+    for (const m of call?.messages ?? []) {
+      expect(m.from).toBe('"Acme News" <news@example.com>');
+      expect(m.subject).toBe("Launch");
+      expect(Object.keys(m.headers).sort()).toEqual(["List-Unsubscribe", "List-Unsubscribe-Post"]);
+    }
+    const byEmail = new Map(resend.received.map((r) => [r.to[0], r.id]));
+    for (const d of deliveries) {
+      expect(d).toMatchObject({ status: "sent", attempts: 1, provider_message_id: byEmail.get(d.email), error: null });
+    }
+    expect(await operationOf(h.t, op.id)).toMatchObject({
+      status: "succeeded",
+      integration_slug: "resend",
+      progress: { total: 3, delivered: 3, failed: 0 },
+    });
+  });
+
+  it("waits out a 429's Retry-After (every sender paused), then retries the message under the same key", async () => {
+    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: everyTry({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1 }) });
+
+    await h.step(); // start
+    await h.step(); // fan-out
+    const first = await h.step(); // delivery: every try rate limited
+    expect(first.retryMessages).toHaveLength(1);
+    expect(first.retryMessages[0]?.delaySeconds).toBeGreaterThanOrEqual(1);
+    // Each try after a 429 left no earlier than its Retry-After.
+    for (let i = 1; i < resend.calls.length; i++) {
+      expect((resend.calls[i]?.at ?? 0) - (resend.calls[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(990);
+    }
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "running", progress: { total: 3, delivered: 0, failed: 0 } });
+    for (const d of await allDeliveries(h.t, campaign.id)) {
+      expect(d).toMatchObject({ status: "queued", attempts: 1, error: { code: "resend_rate_limit_exceeded" } });
+    }
+
+    await h.drain();
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 3, failed: 0 } });
+    expect(new Set(resend.calls.map((c) => c.key)).size).toBe(1);
+    expect(resend.received).toHaveLength(3);
+    for (const d of await allDeliveries(h.t, campaign.id)) expect(d).toMatchObject({ status: "sent", attempts: 2, error: null });
+  });
+
+  it("gives up on a provider answering 500 forever: deliveries failed, operation and campaign failed", async () => {
+    const { h, resend, campaign, op } = await resendSend({ recipients: 2, faults: Array.from({ length: 100 }, () => ({ kind: "status" as const, status: 500, name: "internal_server_error" })) });
+    await h.drain();
+
+    expect(resend.calls).toHaveLength(TRIES_PER_STEP * MAX_DELIVERY_ATTEMPTS);
+    for (const d of await allDeliveries(h.t, campaign.id)) {
+      expect(d).toMatchObject({ status: "failed", attempts: MAX_DELIVERY_ATTEMPTS, error: { code: "resend_internal_server_error" } });
+    }
+    const final = await operationOf(h.t, op.id);
+    expect(final).toMatchObject({ status: "failed", progress: { total: 2, delivered: 0, failed: 2 } });
+    expect(final.error.code).toBe("all_deliveries_failed");
+    expect(final.completed_at).toMatch(/Z$/);
+    const cmp = await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`);
+    expect(cmp.body.data).toMatchObject({ status: "failed", sent_at: null });
+  });
+
+  it("a recipient rejected in a batch fails alone; the rest of the batch is sent once", async () => {
+    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: [{ kind: "reject", indexes: [1] }], fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }) });
+    await h.drain();
+
+    expect(resend.calls).toHaveLength(1);
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", attempts: 1, error: { code: "resend_rejected" } });
+    const byEmail = new Map(resend.received.map((r) => [r.to[0], r.id]));
+    for (const d of deliveries.filter((x) => x.email !== "bad@invalid.example")) expect(d.provider_message_id).toBe(byEmail.get(d.email));
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
+  });
+
+  it.each([
+    ["answered at once", []],
+    // The second key's requests are taken, and every answer is lost: its retry asks under that key again.
+    ["whose answers are lost", everyTry({ kind: "timeout" })],
+  ] as [string, Fault[]][])("a strict 4xx naming one message fails that delivery only; the others go as a batch of their own, %s, each mailed once", async (_, then) => {
+    const { h, resend, campaign, op } = await resendSend({
+      recipients: 3,
+      faults: [{ kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" }, ...then],
+      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
+    });
+    await h.drain();
+
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
+    expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
+    // The rest is a batch of its own, under the key every later read of those rows makes.
+    const keys = [...new Set(resend.calls.map((call) => call.key))];
+    expect(keys).toHaveLength(2);
+    expect(resend.calls.filter((call) => call.key === keys[1]).every((call) => call.messages.length === 2)).toBe(true);
+    const bad = (await allDeliveries(h.t, campaign.id)).find((d) => d.email === "bad@invalid.example");
+    expect(bad).toMatchObject({ status: "failed", attempts: 1, error: { code: "resend_validation_error" } });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
+  });
+
+  it("a request Resend refuses for good (a 4xx) fails the deliveries in it with Resend's reason: no other key is tried, nobody is mailed", async () => {
+    const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: [{ kind: "status", status: 422, name: "validation_error", message: "Invalid `from` field" }] });
+    await h.drain();
+
+    expect(resend.calls).toHaveLength(1);
+    expect(resend.received).toHaveLength(0);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.every((d) => d.status === "failed" && d.attempts === 1 && d.error?.code === "resend_validation_error")).toBe(true);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 3, delivered: 0, failed: 3 } });
+  });
+});
