@@ -155,7 +155,12 @@ export const withoutRedundantFooter = (out: string, footer: string, at: number |
  * link itself (and so goes without the service's footer) but not the address: anti-spam laws want
  * the address in every message, and the author may have placed only the link.
  */
-export type AddressFooter = { footer: string; shownIn: (out: string) => boolean };
+export type AddressFooter = {
+  footer: string;
+  shownIn: (out: string) => boolean;
+  /** The template cannot show the address (it names no address variable and writes none of it): the footer always goes in. */
+  neverShown: boolean;
+};
 
 /** The part with the `length` characters of footer at `at` taken out, and the address alone in their place unless the part shows it. */
 export const withoutShownFooterAt = (out: string, at: number, length: number, address: AddressFooter | null | undefined): string => {
@@ -176,20 +181,20 @@ const wordPattern = (word: string, html: boolean) =>
  * plain search), and a template that neither names a variable `…address…` nor writes that word
  * cannot show it at all: most messages need no search, and the rest one `indexOf` before any regex.
  */
-const addressShownIn = (address: string, source: string, html: boolean): ((out: string) => boolean) => {
+const addressFooter = (footer: string, address: string, source: string, html: boolean): AddressFooter => {
   const words = address.trim().split(/\s+/);
   const plain = words.filter((word) => !html || escapeHtml(word) === word);
   const key = plain.reduce((longest, word) => (word.length > longest.length ? word : longest), "");
-  if (key !== "" && !source.includes("address") && !source.includes(key)) return () => false;
+  if (key !== "" && !source.includes("address") && !source.includes(key)) return { footer, shownIn: () => false, neverShown: true };
   const pattern = new RegExp(words.map((word) => wordPattern(word, html)).join(html ? "(?:\\s|&nbsp;|&#160;|<br\\s*/?>)+" : "\\s+"));
-  return (out) => (key === "" || out.includes(key)) && pattern.test(out);
+  return { footer, shownIn: (out) => (key === "" || out.includes(key)) && pattern.test(out), neverShown: false };
 };
 
 /** The address footers of a newsletter's messages (null without an address), for parts rendered from `htmlSource` and `textSource`. */
 export const addressFooters = (address: string | null, htmlSource: string, textSource: string): { html: AddressFooter; text: AddressFooter } | null => {
   if (!address) return null;
   return {
-    html: { footer: `${FOOTER_OPEN}${htmlAddressLines(address, "margin:0")}</div>`, shownIn: addressShownIn(address, htmlSource, true) },
-    text: { footer: `\n\n--\n${lineFeedsOf(address)}`, shownIn: addressShownIn(address, textSource, false) },
+    html: addressFooter(`${FOOTER_OPEN}${htmlAddressLines(address, "margin:0")}</div>`, address, htmlSource, true),
+    text: addressFooter(`\n\n--\n${lineFeedsOf(address)}`, address, textSource, false),
   };
 };

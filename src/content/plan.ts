@@ -196,12 +196,21 @@ export class MessageRenderer {
     let shown = false;
     let footerAt = -1;
     let footerLength = 0;
+    let addressWritten = false;
     for (const step of steps) {
       if (step.kind === "text") out += step.text;
       else if (step.kind === "block") {
         if (step.name === link?.footer) {
           footerAt = out.length;
-          if (shown) continue;
+          if (shown) {
+            // The part shows the link already: no footer. The address alone goes in its place, here,
+            // when the part cannot show it (no copy of the part made afterwards to put it in).
+            if (link.address?.neverShown) {
+              out += link.address.footer;
+              addressWritten = true;
+            }
+            continue;
+          }
           const footer = writeBlock(this.ctx, step.name, out.length);
           footerLength = footer.length;
           out += footer;
@@ -218,7 +227,7 @@ export class MessageRenderer {
         out += text;
       }
     }
-    return footerAt >= 0 && shown ? withoutShownFooterAt(out, footerAt, footerLength, link?.address) : out;
+    return footerAt >= 0 && shown && !addressWritten ? withoutShownFooterAt(out, footerAt, footerLength, link?.address) : out;
   }
 }
 
