@@ -4,7 +4,7 @@ import { newId } from "../../src/lib/ids";
 import { signerFor } from "../../src/lib/signing";
 import type { AppEnv } from "../../src/lib/types";
 import { requestContext } from "../../src/middleware/request-context";
-import { deliveryInsertStatements } from "../../src/sending/deliveries.repository";
+import { deliveryInsertStatements } from "../../src/sending/fanout.repository";
 import { sandboxIntegration } from "../../src/sending/integrations/sandbox";
 import { FANOUT_WINDOW } from "../../src/sending/fanout";
 import { listScope } from "../../src/lib/http";

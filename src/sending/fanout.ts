@@ -1,7 +1,7 @@
 import { TemplateError } from "../content";
 import { newId } from "../lib/ids";
 import { type Composer, composeEmail } from "./compose";
-import { advanceFanout, type Candidate, deliveryStatements, type NewDelivery, recipientWindow } from "./deliveries.repository";
+import { advanceFanout, type Candidate, deliveryStatements, type NewDelivery, recipientWindow } from "./fanout.repository";
 import type { Integration } from "./integrations/types";
 import type { SendMessage } from "./messages";
 import { loadOperationState, type OperationState } from "./send.repository";

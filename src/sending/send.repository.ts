@@ -8,7 +8,8 @@ import { campaigns, operations, type SegmentFilter } from "../db/schema";
 import type { DeliveryError } from "./integrations/types";
 
 // The send's operation: its state as the steps read it, its creation with the campaign's move out of
-// draft, its start, and its completion or failure. The delivery rows are in deliveries.repository.ts.
+// draft, its start, and its completion or failure. The delivery rows are in fanout.repository.ts (their
+// creation) and deliveries.repository.ts (their chunks).
 // Progress counters are only ever raised by `changes()` of the statement just before them in the
 // same atomic batch: a row that did not change state (already sent, already created) is never counted twice.
 
