@@ -46,25 +46,40 @@ describe("settling a provider batch", () => {
     });
   });
 
-  it("a refused batch fails its last request's members with the provider's reason; those in earlier requests only are unknown", () => {
+  it("a refused first request fails its members with the provider's reason; after earlier requests (answers lost), its members are unknown too", () => {
     const refused = { code: "resend_validation_error", message: "no" };
+    const first = [member("in-first", 1, { inLastRequest: true }), member("never", 0), member("never-left", 0, { local: left })];
+    expect(settleBatch(first, { kind: "refused", error: refused }, 1, 5).map((s) => (s.kind === "failed" ? `${s.error.code}${s.attempted ? " (attempted)" : ""}` : s.kind))).toEqual([
+      "resend_validation_error (attempted)",
+      "held",
+      "recipient_inactive",
+    ]);
     expect(kinds({ kind: "refused", error: refused })).toEqual({
-      "in-last": "failed resend_validation_error (attempted)",
+      "in-last": "failed outcome_unknown (attempted)",
       "out-of-last": "failed outcome_unknown",
       "out-sooner": "failed outcome_unknown",
       "out-sooner-left": "failed outcome_unknown",
       never: "held",
       "never-left": "failed recipient_inactive",
     });
+    const [settled] = settleBatch(members, { kind: "refused", error: refused }, 3, 5);
+    expect(settled).toMatchObject({ error: { code: "outcome_unknown", message: expect.stringContaining("its last answer: no") } });
   });
 
-  it("a request refused for one email it names: that one failed; nobody else was mailed by any request (each held it)", () => {
+  it("a first request refused for one email it names: that one failed, nobody else mailed; after earlier requests, unknown as any refusal", () => {
     const invalid = { code: "resend_validation_error", message: "emails[0].to" };
+    const first = [member("named", 1, { inLastRequest: true }), member("other", 1, { inLastRequest: true }), member("never", 0)];
+    expect(settleBatch(first, { kind: "rejected", deliveryId: "named", error: invalid }, 1, 5).map((s) => (s.kind === "failed" ? s.error.code : s.kind))).toEqual([
+      "resend_validation_error",
+      "held",
+      "held",
+    ]);
+    // An earlier request (its answer lost) may have been taken as it was validated then.
     expect(kinds({ kind: "rejected", deliveryId: "in-last", error: invalid })).toEqual({
-      "in-last": "failed resend_validation_error (attempted)",
-      "out-of-last": "held",
-      "out-sooner": "held",
-      "out-sooner-left": "failed recipient_inactive",
+      "in-last": "failed outcome_unknown (attempted)",
+      "out-of-last": "failed outcome_unknown",
+      "out-sooner": "failed outcome_unknown",
+      "out-sooner-left": "failed outcome_unknown",
       never: "held",
       "never-left": "failed recipient_inactive",
     });
@@ -79,10 +94,14 @@ describe("settling a provider batch", () => {
     const retried = settleBatch(members, { kind: "retry", error }, 3, 5);
     expect(retried.map((s) => (s.kind === "retry" ? s.attempted : s.kind))).toEqual([true, false, false, false, false, false]);
     const exhausted = [member("in-last", 3, { attempts: 4 }), member("out-of-last", 2), member("never", 0)];
+    // A request that went unanswered or failed may have been taken: nobody in one is said not mailed.
     expect(settleBatch(exhausted, { kind: "retry", error }, 3, 5).map((s) => (s.kind === "failed" ? s.error.code : s.kind))).toEqual([
-      "resend_http_500",
+      "outcome_unknown",
       "outcome_unknown",
       "held",
     ]);
+    // The attempts of members of earlier requests only do not end the batch.
+    const early = [member("in-last", 3), member("out-of-last", 2, { attempts: 4 })];
+    expect(settleBatch(early, { kind: "retry", error }, 3, 5).map((s) => s.kind)).toEqual(["retry", "retry"]);
   });
 });

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { resendIntegration } from "../src/sending/integrations/resend";
-import { HEDGE_AFTER_MS, hedgeAfterMs, LATE_MS, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend-requests";
-import { confirmSlot, intervalMs, LEAD_MS, type PacerState, pauseUntil, reserveSlot, restartSlot, slotStands, startWindow } from "../src/sending/pacer";
+import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend-requests";
+import { confirmSlot, intervalMs, LATE_MS, LEAD_MS, type PacerState, pauseUntil, reserveSlot, restartSlot, slotStands, startWindow } from "../src/sending/pacer";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
@@ -41,10 +41,11 @@ describe("the pacer's slot arithmetic", () => {
 
   it("a 429 keeps the starts already confirmed, so a pause shorter than a window cannot crowd one", () => {
     // Two starts at 9,500 and 9,900 (rps 2: a window of 1,010 ms holds two); a 429 at 10,000 asks for
-    // 100 ms. A start at 10,100 would make three within 1,010 ms: it is put off to 10,510.
+    // 100 ms. A start at 10,100 would make three within 1,010 ms: it is put off to 10,520 (1,010 ms
+    // and LATE_MS after 9,500).
     const paused = pauseUntil({ next: 10_400, starts: [9_500, 9_900] }, 10_000, 100);
     expect(paused.starts).toEqual([9_500, 9_900]);
-    expect(confirmSlot(paused, 10_050, 10_100, 2).start).toBe(10_510);
+    expect(confirmSlot(paused, 10_050, 10_100, 2).start).toBe(10_500 + 10 + LATE_MS);
     expect(confirmSlot(paused, 10_550, 10_600, 2).start).toBe(10_600);
     // A slot the pause covers is refused outright: its caller reserves one after the pause.
     expect(confirmSlot(paused, 10_000, 10_050, 2).start).toBeNull();
@@ -77,17 +78,18 @@ describe("the pacer's slot arithmetic", () => {
     const [first = 0, second = 0, third = 0] = slots;
     const b = confirmSlot(state, second - LEAD_MS, second, 2);
     expect(b.start).toBe(second);
-    // Late, the first leaves at 10,650: one second from 10,560 holds two starts, which is allowed...
+    // Late, the first confirms at 10,650 and leaves LEAD_MS later (its answer's trip back): one second
+    // from 10,560 holds two starts, which is allowed...
     const a = confirmSlot(b.state, first + 600, first, 2);
-    expect(a.start).toBe(first + 600);
-    expect(a.state.starts).toEqual([second, first + 600]);
+    expect(a.start).toBe(first + 600 + LEAD_MS);
+    expect(a.state.starts).toEqual([second, first + 600 + LEAD_MS]);
     // ...but then the third, on time at 11,070, would be the third start since 10,560: it waits until
-    // 11,570, a window after the second start, and slots handed out later come after it.
+    // 11,580, a window and LATE_MS after the second start, and slots handed out later come after it.
     const c = confirmSlot(a.state, third - LEAD_MS, third, 2);
-    expect(c.start).toBe(second + 1_010);
-    expect(c.state.next).toBeGreaterThanOrEqual(second + 1_010 + intervalMs(2));
+    expect(c.start).toBe(second + 1_010 + LATE_MS);
+    expect(c.state.next).toBeGreaterThanOrEqual(second + 1_010 + LATE_MS + intervalMs(2));
     // A start more than MAX_SHIFT_MS away is not waited for: the caller reserves again.
-    expect(confirmSlot({ next: 0, starts: [10_000, 10_001] }, 10_020, 10_020, 2).start).toBe(11_010);
+    expect(confirmSlot({ next: 0, starts: [10_000, 10_001] }, 10_020, 10_020, 2).start).toBe(11_020);
     expect(confirmSlot({ next: 0, starts: [11_000, 11_001] }, 11_002, 11_002, 2).start).toBeNull();
     // Starts more than a window old are forgotten.
     expect(confirmSlot(a.state, 20_000, 20_000, 2).state.starts).toEqual([20_000]);
@@ -95,18 +97,44 @@ describe("the pacer's slot arithmetic", () => {
 });
 
 describe("a request that leaves after its confirmed slot", () => {
-  it("moves its recorded start to when it can leave: now, or as much later as keeps every window within the rate", () => {
+  it("moves its recorded start to when it can leave: LEAD_MS from now (its answer's trip), or as much later as keeps every window within the rate", () => {
     // Starts at 10,000 and 10,510 (rps 2); the caller of the slot at 11,020 confirmed early, then woke at 11,070.
     const confirmed = confirmSlot({ next: 11_530, starts: [10_000, 10_510] }, 10_970, 11_020, 2);
     expect(confirmed.start).toBe(11_020);
     const moved = restartSlot(confirmed.state, 11_070, 11_020, 2);
-    expect(moved.start).toBe(11_070);
-    expect(moved.state.starts).toEqual([10_510, 11_070]);
-    // Woken at 11,560, after the next caller left (11,530): with the start at 10,600, leaving now
-    // would make three within 1,010 ms; it leaves at 11,610, a window after 10,600.
-    const crowded = restartSlot({ next: 12_000, starts: [10_600, 11_020, 11_530] }, 11_560, 11_020, 2);
-    expect(crowded.start).toBe(11_610);
-    expect(crowded.state.starts).toEqual([10_600, 11_530, 11_610]);
+    expect(moved.start).toBe(11_070 + LEAD_MS);
+    expect(moved.state.starts).toEqual([10_510, 11_070 + LEAD_MS]);
+    // Woken at 11,540, after the next caller left (11,530): with the start at 10,600, leaving at
+    // 11,590 would make three within 1,010 ms; it leaves at 11,620, a window and LATE_MS after 10,600.
+    const crowded = restartSlot({ next: 12_000, starts: [10_600, 11_020, 11_530] }, 11_540, 11_020, 2);
+    expect(crowded.start).toBe(10_600 + 1_010 + LATE_MS);
+    expect(crowded.state.starts).toEqual([10_600, 11_530, 11_620]);
+  });
+
+  it("a pacer whose answers take longer than LATE_MS to come back does not keep a request from leaving", async () => {
+    // The real slot arithmetic, answered 30 ms after it was computed (a Durable Object far away).
+    let state: PacerState = { next: 0 };
+    let calls = 0;
+    const slow = <T>(compute: (now: number) => { state: PacerState; value: T }) => async (): Promise<T> => {
+      calls++;
+      const answer = compute(Date.now());
+      state = answer.state;
+      await new Promise((r) => setTimeout(r, 30));
+      return answer.value;
+    };
+    const pacer = {
+      reserve: (rps: number, maxWaitMs: number) => slow((now) => { const r = reserveSlot(state, now, rps, maxWaitMs); return { state: r.state, value: r.reservation }; })(),
+      pause: async () => {},
+      confirm: (at: number, rps: number) => slow((now) => { const r = confirmSlot(state, now, at, rps); return { state: r.state, value: r.start }; })(),
+      restart: (start: number, rps: number) => slow((now) => { const r = restartSlot(state, now, start, rps); return { state: r.state, value: r.start }; })(),
+    };
+    const resend = mockResend();
+    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
+    const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
+    expect((await integration.sendBatch([email], "key-slow-pacer")).kind).toBe("answered");
+    expect(resend.calls).toHaveLength(1);
+    // A reservation and a confirmation; a late answer costs at most a couple of restarts, never a loop.
+    expect(calls).toBeLessThanOrEqual(4);
   });
 
   it("says so to the pacer before leaving when its isolate kept it past its slot", async () => {

@@ -2,9 +2,11 @@ import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
+import { lookBeforeRequest, recordDeliveryResults } from "../src/sending/deliveries.repository";
 import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE } from "../src/sending/fanout";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
+import { loadOperationState } from "../src/sending/send.repository";
 import { seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, createSegment } from "./send.fixtures";
@@ -316,5 +318,47 @@ describe("crashes and redelivery", () => {
       expect(new Set(resend.calls.map((c) => c.key)).size).toBe(1);
     }
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 40, delivered: 40, failed: 0 } });
+  });
+});
+
+describe("two runners of one chunk (a queue message delivered twice)", () => {
+  const queuedChunkOf = async (recipients: number) => {
+    const { h, resend, campaign, op } = await resendSend({ recipients });
+    await h.step(); // start
+    await h.step(); // fan-out
+    h.queue.messages = [];
+    const ids = (await allDeliveries(h.t, campaign.id)).map((d) => d.id).sort();
+    const seqOf = async () => {
+      const { results } = await env.DB.prepare(`SELECT id, asked_seq FROM deliveries WHERE campaign_id = ? ORDER BY id`).bind(campaign.id).all<{ id: string; asked_seq: number }>();
+      return Object.fromEntries(results.map((r) => [r.id, r.asked_seq]));
+    };
+    return { h, resend, campaign, op, ids, seqOf };
+  };
+
+  it("the look before a request numbers only rows of the batch's latest request: a runner that read the chunk earlier cannot add one back", async () => {
+    const { ids, seqOf } = await queuedChunkOf(3);
+    const [a = "", b = "", x = ""] = ids;
+    // Another runner's request held a and b (x was away then).
+    await env.DB.prepare(`UPDATE deliveries SET asked_seq = 1 WHERE id IN (?, ?)`).bind(a, b).run();
+    // This runner read the chunk before that and would ask for all three.
+    const look = await lookBeforeRequest(env.DB, [a, b, x], ids);
+    expect(look).toEqual({ seq: 2, members: expect.arrayContaining([a, b]), gone: [], behind: [x] });
+    expect(await seqOf()).toEqual({ [a]: 2, [b]: 2, [x]: 0 });
+  });
+
+  it("a runner overtaken by another's later request writes nothing: the chunk is settled by the one whose request is the latest", async () => {
+    const { h, ids, seqOf } = await queuedChunkOf(2);
+    const op = await loadOperationState(env.DB, (await env.DB.prepare(`SELECT operation_id FROM deliveries WHERE id = ?`).bind(ids[0]).first<{ operation_id: string }>())?.operation_id ?? "");
+    if (!op) throw new Error("no operation");
+    await env.DB.prepare(`UPDATE deliveries SET asked_seq = 2 WHERE id IN (SELECT value FROM json_each(?))`).bind(JSON.stringify(ids)).run();
+    // Settled from request 1's answer while request 2 (another runner's) is the latest: nothing changes.
+    const sent = ids.map((id) => ({ id, providerMessageId: null }));
+    await recordDeliveryResults(env.DB, op, { sent, failed: [], retry: [], held: [] }, Date.now(), { ids, seq: 1 });
+    expect((await allDeliveries(h.t, op.campaignId)).map((d) => d.status)).toEqual(["queued", "queued"]);
+    expect(await seqOf()).toEqual({ [ids[0] ?? ""]: 2, [ids[1] ?? ""]: 2 });
+    // From the latest request's answer, it is.
+    await recordDeliveryResults(env.DB, op, { sent, failed: [], retry: [], held: [] }, Date.now(), { ids, seq: 2 });
+    expect((await allDeliveries(h.t, op.campaignId)).map((d) => d.status)).toEqual(["sent", "sent"]);
+    expect((await operationOf(h.t, op.id)).progress).toMatchObject({ delivered: 2 });
   });
 });

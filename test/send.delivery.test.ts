@@ -5,7 +5,7 @@ import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, createNewsletter } from "./send.fixtures";
-import { everyTry, harness, operationOf, resendSend, send } from "./send.harness";
+import { everyTry, expectEachMailedOnce, harness, operationOf, resendSend, send } from "./send.harness";
 
 // Delivery through Resend, driven message by message (send.harness.ts) against its stand-in
 // (resend.mock.ts): batching, pacing, partial failure, refusals.
@@ -103,13 +103,13 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     for (const d of await allDeliveries(h.t, campaign.id)) expect(d).toMatchObject({ status: "sent", attempts: 2, error: null });
   });
 
-  it("gives up on a provider answering 500 forever: deliveries failed, operation and campaign failed", async () => {
+  it("gives up on a provider answering 500 forever: deliveries failed (outcome unknown: a request that failed may have been taken), operation and campaign failed", async () => {
     const { h, resend, campaign, op } = await resendSend({ recipients: 2, faults: Array.from({ length: 100 }, () => ({ kind: "status" as const, status: 500, name: "internal_server_error" })) });
     await h.drain();
 
     expect(resend.calls).toHaveLength(TRIES_PER_STEP * MAX_DELIVERY_ATTEMPTS);
     for (const d of await allDeliveries(h.t, campaign.id)) {
-      expect(d).toMatchObject({ status: "failed", attempts: MAX_DELIVERY_ATTEMPTS, error: { code: "resend_internal_server_error" } });
+      expect(d).toMatchObject({ status: "failed", attempts: MAX_DELIVERY_ATTEMPTS, error: { code: "outcome_unknown", message: expect.stringContaining("Resend answered 500") } });
     }
     const final = await operationOf(h.t, op.id);
     expect(final).toMatchObject({ status: "failed", progress: { total: 2, delivered: 0, failed: 2 } });
@@ -153,6 +153,18 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     const bad = (await allDeliveries(h.t, campaign.id)).find((d) => d.email === "bad@invalid.example");
     expect(bad).toMatchObject({ status: "failed", attempts: 1, error: { code: "resend_validation_error" } });
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
+  });
+
+  it("a strict 4xx after requests whose answers were lost mails nobody twice: one of those may have been taken, so nobody is sent again", async () => {
+    const { h, resend, campaign } = await resendSend({
+      recipients: 3,
+      faults: [...everyTry({ kind: "timeout" }), { kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" }],
+    });
+    await h.drain();
+
+    expectEachMailedOnce(resend, 3);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.map((d) => d.error?.code)).toEqual(["outcome_unknown", "outcome_unknown", "outcome_unknown"]);
   });
 
   it("a request Resend refuses for good (a 4xx) fails the deliveries in it with Resend's reason: no other key is tried, nobody is mailed", async () => {

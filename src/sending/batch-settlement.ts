@@ -4,8 +4,12 @@ import type { BatchAnswer, DeliveryError } from "./integrations/types";
 //
 // A batch is asked for under one idempotency key, in requests numbered 1, 2, … (deliveries.asked_seq:
 // the latest request that held the delivery). A request only ever holds members of the one before it
-// (someone who left, moved or could not be rendered is left out of it and of every later one), so a
-// delivery numbered n was in requests 1..n and in none after. The provider keeps a key's first
+// (someone who left, moved or could not be rendered is left out of it and of every later one; the
+// look before a request numbers only rows of the latest, so a second runner of the same chunk cannot
+// add one back), so a delivery numbered n was in requests 1..n and in none after. (A number can
+// belong to a request prepared that never left: a refused slot, a crash. That only makes a verdict
+// more cautious, never less.) A runner settles the chunk only while its last number is still the
+// chunk's latest: a runner that another one overtook writes nothing. The provider keeps a key's first
 // accepted request: a later request with the same content is answered as that one was; with other
 // content it is refused as "taken already" (`acceptedEarlier`), without saying which it took. From
 // that alone, for the batch's last request L:
@@ -14,8 +18,9 @@ import type { BatchAnswer, DeliveryError } from "./integrations/types";
 // |-----------------------------------|---------------|--------------|-----------------|-----------------|
 // | answered (L taken, or its replay) | its outcome   | not mailed   | not mailed      | not mailed      |
 // | answered, taken earlier           | sent          | sent         | outcome unknown | not mailed      |
-// | refused, or retries exhausted     | failed        | unknown      | unknown         | not mailed      |
-// | rejected for one email named      | failed / not mailed (the others) | not mailed | not mailed | not mailed |
+// | refused (a 4xx), the first request| failed        | -            | -               | not mailed      |
+// | refused after earlier requests, or retries exhausted | unknown | unknown | unknown   | not mailed      |
+// | the first request refused for one email named | that one failed, the others not mailed | - | - | not mailed |
 // | no request (everyone left)        | -             | unknown      | unknown         | not mailed      |
 // | to be asked again                 | retry (costs an attempt) | retry | retry         | retry           |
 //
@@ -57,13 +62,37 @@ export const outcomeUnknown: DeliveryError = {
 const notMailed = (member: BatchMember): Settlement =>
   member.local ? { kind: "failed", error: member.local, attempted: false } : { kind: "held" };
 
-const unknown: Settlement = { kind: "failed", error: outcomeUnknown, attempted: false };
+/**
+ * `outcome_unknown`, saying what the provider last answered when there is something to say (then the
+ * member of that last request has its attempt counted).
+ */
+const unknown = (member: BatchMember, error?: DeliveryError): Settlement => ({
+  kind: "failed",
+  error: error ? { code: outcomeUnknown.code, message: `${outcomeUnknown.message} (its last answer: ${error.message})` } : outcomeUnknown,
+  attempted: error !== undefined && member.inLastRequest,
+});
 
-/** The batch ended without a request being taken (refused, given up, or nobody left to ask). */
-const ended = (member: BatchMember, error: DeliveryError | undefined): Settlement => {
-  if (member.inLastRequest && error) return { kind: "failed", error, attempted: true };
-  return member.askedSeq === 0 ? notMailed(member) : unknown;
+/** Whether the batch has made one request at most (numbered 1, or not numbered: no look): none before it could have been taken. */
+const firstRequest = (lastSeq: number | undefined) => lastSeq === undefined || lastSeq <= 1;
+
+/**
+ * The batch ended without a request known to be taken. Its last request was refused for good
+ * (`definitive`: a 4xx), or its retries ran out (a timeout or a 5xx may have been taken), or nobody
+ * was left to ask. Only a refusal of the batch's first request says for sure that nobody was mailed:
+ * after earlier requests (whose answers were lost), anyone in one of them may have been.
+ */
+const ended = (member: BatchMember, lastSeq: number | undefined, error: DeliveryError | undefined, definitive: boolean): Settlement => {
+  if (member.askedSeq === 0) return notMailed(member);
+  if (member.inLastRequest && error && definitive && firstRequest(lastSeq)) return { kind: "failed", error, attempted: true };
+  return unknown(member, error);
 };
+
+/**
+ * Deliveries that cannot be handed to any provider (the integration is no longer configured): each
+ * fails with `error`, or `outcome_unknown` when it was in a request the provider may have taken.
+ */
+export const settleWithoutProvider = (members: Pick<BatchMember, "askedSeq">[], error: DeliveryError): Settlement[] =>
+  members.map((m) => (m.askedSeq === 0 ? { kind: "failed", error, attempted: false } : { kind: "failed", error: outcomeUnknown, attempted: false }));
 
 /**
  * Each member's settlement (in order) from the batch's answer. `lastSeq`: the number of the last
@@ -79,22 +108,25 @@ export const settleBatch = (
   switch (answer.kind) {
     case "retry": {
       const givesUp = members.some((m) => m.inLastRequest && m.attempts + 1 >= maxAttempts);
-      if (givesUp) return members.map((m) => ended(m, answer.error));
+      if (givesUp) return members.map((m) => ended(m, lastSeq, answer.error, false));
       return members.map((m) => ({ kind: "retry", error: answer.error, attempted: m.inLastRequest }));
     }
     case "refused":
-      return members.map((m) => ended(m, answer.error));
+      return members.map((m) => ended(m, lastSeq, answer.error, true));
     case "rejected":
-      // Every request of the batch held the email named (the last one did), so none was taken.
+      // The batch's first request, refused for one email in it: nothing was sent; the others go in a
+      // batch of their own. After earlier requests (answers lost), one of those may have been taken
+      // (validated as they were, not as this one), so it ends as a refusal does.
+      if (!firstRequest(lastSeq)) return members.map((m) => ended(m, lastSeq, answer.error, false));
       return members.map((m) => (m.id === answer.deliveryId ? { kind: "failed", error: answer.error, attempted: true } : notMailed(m)));
     case "unasked":
-      return members.map((m) => ended(m, undefined));
+      return members.map((m) => ended(m, lastSeq, undefined, false));
     case "answered":
       return members.map((m): Settlement => {
         const outcome = answer.outcomes.get(m.id);
         if (outcome) return outcome.kind === "sent" ? outcome : { kind: "failed", error: outcome.error, attempted: true };
         if (m.askedSeq === 0 || !answer.acceptedEarlier) return notMailed(m);
-        return lastSeq !== undefined && m.askedSeq === lastSeq - 1 ? { kind: "sent", providerMessageId: null } : unknown;
+        return lastSeq !== undefined && m.askedSeq === lastSeq - 1 ? { kind: "sent", providerMessageId: null } : unknown(m);
       });
   }
 };

@@ -1,7 +1,7 @@
 import { TemplateError } from "../content";
 import { backoffSeconds } from "../lib/backoff";
 import { sha256Hex } from "../lib/crypto";
-import { type BatchMember, type Settlement, settleBatch } from "./batch-settlement";
+import { type BatchMember, type Settlement, settleBatch, settleWithoutProvider } from "./batch-settlement";
 import { type Composer, composeEmail } from "./compose";
 import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChunk, recordDeliveryResults } from "./deliveries.repository";
 import type { BatchAnswer, DeliveryError, Integration, OutboundEmail } from "./integrations/types";
@@ -52,10 +52,11 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
   // (which fails the operation), never a message acked with its rows left queued.
   if (integration && !composer) throw new Error(`campaign ${op.campaignId} of operation ${op.id} has no message context`);
 
+  const latest = Math.max(0, ...rows.map((row) => row.askedSeq));
   const settled =
     integration && composer
-      ? await handOver(deps.d1, integration, composer, op.id, rows)
-      : { settlements: rows.map((): Settlement => ({ kind: "failed", error: notConfigured(op.deliveryIntegration), attempted: false })) };
+      ? await handOver(deps.d1, integration, composer, op.id, rows, latest)
+      : { settlements: settleWithoutProvider(rows, notConfigured(op.deliveryIntegration)), lastSeq: latest };
   if ("deferred" in settled) {
     // Nothing was handed over (no provider slot soon enough): the rows stay as they are, and a fresh
     // message asks again later, so waiting for the provider's rate costs no attempt and no retry of
@@ -76,7 +77,7 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
     else if (s.kind === "retry") results.retry.push({ id, error: s.error, attempted: s.attempted });
     else results.held.push(id);
   });
-  await recordDeliveryResults(deps.d1, op, results, deps.now());
+  await recordDeliveryResults(deps.d1, op, results, deps.now(), { ids: rows.map((row) => row.id), seq: settled.lastSeq });
 
   // The batch is asked again by the retried message (its rows still queued, so under the same key).
   if (results.retry.length > 0) return { retryAfterSeconds: Math.max(settled.retryAfterSeconds ?? 0, backoffSeconds(attempt.attempts)) };
@@ -110,8 +111,8 @@ const handOver = async (
   composer: Composer,
   operationId: string,
   rows: QueuedDelivery[],
-): Promise<{ deferred: Extract<BatchAnswer, { kind: "deferred" }> } | { settlements: Settlement[]; retryAfterSeconds?: number }> => {
-  const latest = Math.max(0, ...rows.map((row) => row.askedSeq));
+  latest: number,
+): Promise<{ deferred: Extract<BatchAnswer, { kind: "deferred" }> } | { settlements: Settlement[]; lastSeq: number; retryAfterSeconds?: number }> => {
   const local = new Map<string, DeliveryError>();
   const emails: OutboundEmail[] = [];
   for (const [i, row] of rows.entries()) {
@@ -144,7 +145,8 @@ const handOver = async (
       lastSeq = look.seq;
       for (const id of look.members) askedSeq.set(id, look.seq);
     }
-    return new Set(look.gone.map((gone) => gone.id));
+    // Those no longer to be mailed, and those another runner of this chunk has already left out.
+    return new Set([...look.gone.map((gone) => gone.id), ...look.behind]);
   };
   const answer: BatchAnswer =
     emails.length === 0 ? { kind: "unasked" } : await integration.sendBatch(emails, await batchKey(operationId, chunkIds), { beforeRequest });
@@ -162,5 +164,9 @@ const handOver = async (
       local: local.get(row.id),
     };
   });
-  return { settlements: settleBatch(members, answer, lastSeq, MAX_DELIVERY_ATTEMPTS), retryAfterSeconds: answer.kind === "retry" ? answer.retryAfterSeconds : undefined };
+  return {
+    settlements: settleBatch(members, answer, lastSeq, MAX_DELIVERY_ATTEMPTS),
+    lastSeq: lastSeq ?? latest,
+    retryAfterSeconds: answer.kind === "retry" ? answer.retryAfterSeconds : undefined,
+  };
 };

@@ -88,46 +88,53 @@ export const queuedChunk = async (
 
 /**
  * The last look before a batch request leaves, in one atomic batch: the request's members still to
- * be mailed (the subscriber active, at the delivery's address, the delivery still queued) are
- * numbered as the batch's next request (`asked_seq`: one more than any row of the chunk holds), and
- * the others are named, with whether their subscriber is active (then they moved) or not (they
- * left). One indexed write and one read of at most one chunk.
+ * be mailed (the subscriber active, at the delivery's address, the delivery still queued) and still
+ * in the batch's latest request (another runner of the chunk may have gone on without them) are
+ * numbered as the batch's next request (`asked_seq`: one more than any row of the chunk holds); the
+ * others are named: `gone` (no longer to be mailed: their subscriber left, or moved while still
+ * active), `behind` (to be mailed, but not in the latest request: never asked under this key again).
+ * One indexed write and one read of at most one chunk.
  */
 export const lookBeforeRequest = async (
   d1: D1Database,
   memberIds: string[],
   chunkIds: string[],
-): Promise<{ seq: number | undefined; members: string[]; gone: { id: string; active: boolean }[] }> => {
+): Promise<{ seq: number | undefined; members: string[]; gone: { id: string; active: boolean }[]; behind: string[] }> => {
   const members = JSON.stringify(memberIds);
-  const [numbered, looked] = await d1.batch<{ id: string; asked_seq: number; active: number }>([
-    // (The number is read once, before any row is written: SQLite evaluates an uncorrelated subquery once.)
+  const mailable = (d: string) =>
+    `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = ${d}.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(${d}.email))`;
+  const chunk = `(SELECT value FROM json_each(?2))`;
+  const [numbered, looked] = await d1.batch<{ id: string; asked_seq: number; active: number; mailable: number }>([
+    // (The numbers are read once, before any row is written: SQLite evaluates an uncorrelated subquery once.)
     d1
       .prepare(
-        `UPDATE deliveries SET asked_seq = (SELECT max(asked_seq) + 1 FROM deliveries WHERE id IN (SELECT value FROM json_each(?2)))
-          WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued'
-            AND EXISTS (SELECT 1 FROM subscribers s WHERE s.id = deliveries.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(deliveries.email))
+        `UPDATE deliveries SET asked_seq = (SELECT max(asked_seq) + 1 FROM deliveries WHERE id IN ${chunk})
+          WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued' AND ${mailable("deliveries")}
+            AND asked_seq = (SELECT max(asked_seq) FROM deliveries WHERE id IN ${chunk})
          RETURNING id, asked_seq`,
       )
       .bind(members, JSON.stringify(chunkIds)),
     d1
       .prepare(
-        `SELECT d.id, coalesce((SELECT s.status = 'active' FROM subscribers s WHERE s.id = d.subscriber_id), 0) AS active
+        `SELECT d.id, coalesce((SELECT s.status = 'active' FROM subscribers s WHERE s.id = d.subscriber_id), 0) AS active, ${mailable("d")} AS mailable
            FROM deliveries d WHERE d.id IN (SELECT value FROM json_each(?1))`,
       )
       .bind(members),
   ]);
   const numberedRows = numbered?.results ?? [];
   const kept = new Set(numberedRows.map((r) => r.id));
+  const others = (looked?.results ?? []).filter((r) => !kept.has(r.id));
   return {
     seq: numberedRows[0]?.asked_seq,
     members: [...kept],
-    gone: (looked?.results ?? []).filter((r) => !kept.has(r.id)).map((r) => ({ id: r.id, active: r.active === 1 })),
+    gone: others.filter((r) => r.mailable !== 1).map((r) => ({ id: r.id, active: r.active === 1 })),
+    behind: others.filter((r) => r.mailable === 1).map((r) => r.id),
   };
 };
 
 export type DeliveryResults = {
   sent: { id: string; providerMessageId: string | null }[];
-  /** `attempted`: whether the integration was called (a recipient skipped at delivery time was not). */
+  /** `attempted`: it was in the request the failure is about (its attempt is counted). */
   failed: { id: string; error: DeliveryError; attempted: boolean }[];
   /**
    * Still queued, for another attempt later. `attempted`: it was in the request that failed (counted,
@@ -140,19 +147,29 @@ export type DeliveryResults = {
 
 /**
  * Records a chunk's outcomes and raises the operation's counters by exactly the rows that left
- * `queued` here, then tries to complete: all in one atomic batch.
+ * `queued` here, then tries to complete: all in one atomic batch. Only while the chunk's latest
+ * request is still `seq`, the last this runner made (or read): a runner of the same chunk that made a
+ * later one settles it from its own answer, and this one writes nothing.
  */
-export const recordDeliveryResults = async (d1: D1Database, op: OperationState, results: DeliveryResults, now: number) => {
+export const recordDeliveryResults = async (
+  d1: D1Database,
+  op: OperationState,
+  results: DeliveryResults,
+  now: number,
+  chunk: { ids: string[]; seq: number },
+) => {
   const statements: D1PreparedStatement[] = [];
+  const ours = `(SELECT coalesce(max(c.asked_seq), 0) FROM deliveries c WHERE c.id IN (SELECT value FROM json_each(?3))) = ?4`;
+  const chunkIds = JSON.stringify(chunk.ids);
   if (results.sent.length > 0) {
     statements.push(
       d1
         .prepare(
           `UPDATE deliveries SET status = 'sent', provider_message_id = r.p, attempts = deliveries.attempts + 1, error = NULL, updated_at = ?2
              FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.p') AS p FROM json_each(?1)) AS r
-            WHERE deliveries.id = r.id AND deliveries.status = 'queued'`,
+            WHERE deliveries.id = r.id AND deliveries.status = 'queued' AND ${ours}`,
         )
-        .bind(JSON.stringify(results.sent.map((r) => ({ id: r.id, p: r.providerMessageId }))), now),
+        .bind(JSON.stringify(results.sent.map((r) => ({ id: r.id, p: r.providerMessageId }))), now, chunkIds, chunk.seq),
       d1.prepare(`UPDATE operations SET delivered = delivered + changes(), updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
     );
   }
@@ -163,9 +180,9 @@ export const recordDeliveryResults = async (d1: D1Database, op: OperationState, 
           `UPDATE deliveries SET status = 'failed', error = r.err, attempts = deliveries.attempts + r.a, updated_at = ?2
              FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.err') AS err, json_extract(value, '$.a') AS a
                      FROM json_each(?1)) AS r
-            WHERE deliveries.id = r.id AND deliveries.status = 'queued'`,
+            WHERE deliveries.id = r.id AND deliveries.status = 'queued' AND ${ours}`,
         )
-        .bind(JSON.stringify(results.failed.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now),
+        .bind(JSON.stringify(results.failed.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now, chunkIds, chunk.seq),
       d1.prepare(`UPDATE operations SET failed = failed + changes(), updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
     );
   }
@@ -176,17 +193,18 @@ export const recordDeliveryResults = async (d1: D1Database, op: OperationState, 
           `UPDATE deliveries SET error = CASE r.a WHEN 1 THEN r.err ELSE deliveries.error END, attempts = deliveries.attempts + r.a, updated_at = ?2
              FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.err') AS err, json_extract(value, '$.a') AS a
                      FROM json_each(?1)) AS r
-            WHERE deliveries.id = r.id AND deliveries.status = 'queued'`,
+            WHERE deliveries.id = r.id AND deliveries.status = 'queued' AND ${ours}`,
         )
-        .bind(JSON.stringify(results.retry.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now),
+        .bind(JSON.stringify(results.retry.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now, chunkIds, chunk.seq),
       d1.prepare(`UPDATE operations SET updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
     );
   }
+  // Last: it lowers the chunk's numbers the statements before it read.
   if (results.held.length > 0) {
     statements.push(
       d1
-        .prepare(`UPDATE deliveries SET asked_seq = 0, updated_at = ?2 WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued'`)
-        .bind(JSON.stringify(results.held), now),
+        .prepare(`UPDATE deliveries SET asked_seq = 0, updated_at = ?2 WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued' AND ${ours}`)
+        .bind(JSON.stringify(results.held), now, chunkIds, chunk.seq),
     );
   }
   if (statements.length === 0) return;

@@ -3,9 +3,9 @@ import { DurableObject } from "cloudflare:workers";
 // Resend limits the whole account (RESEND_MAX_RPS requests a second), while sends run in many queue
 // consumer invocations at once, in many isolates. One Durable Object instance (by name) is the single
 // place that knows when the next request may leave: each caller reserves a slot before its request
-// and waits until then. Slots are spaced just over 1000 / rps ms apart, so no second holds more than `rps`
-// request starts; a 429 pauses every caller until its Retry-After has passed, those holding a slot
-// inside the pause included: a caller confirms its slot just before it comes, and reserves again if
+// and waits until then. Slots are spaced just over 1000 / rps ms apart; what keeps every second at
+// `rps` request starts or fewer is the record of the starts confirmed (below). A 429 pauses every
+// caller until its Retry-After has passed, those holding a slot inside the pause included: a caller confirms its slot just before it comes, and reserves again if
 // a pause has covered it since. Confirming records the moment the request leaves: its slot, or, for a
 // caller that comes late, the earliest moment that keeps every sliding second at `rps` starts (a
 // caller that woke late cannot crowd the callers that kept time; it waits the few ms it must). A
@@ -76,10 +76,17 @@ export const slotStands = (state: PacerState, at: number): boolean => at >= (sta
  * The limit as a window: at most `count` request starts in any `ms` (1000 ms, plus the same 10 ms
  * guard as the slots; for a rate under 1 a second, one start in 1000 / rps ms).
  */
-export const startWindow = (rps: number): { count: number; ms: number } => {
-  const count = Math.max(1, Math.floor(rps));
-  return { count, ms: Math.ceil((1000 * count) / rps) + 10 };
-};
+export const startWindow = (rps: number): { count: number; ms: number } =>
+  // A fractional rate over 1 (2.5) keeps to its whole part in every second: 2 starts in 1,010 ms.
+  rps >= 1 ? { count: Math.floor(rps), ms: 1_010 } : { count: 1, ms: Math.ceil(1000 / rps) + 10 };
+
+/**
+ * How late past its recorded start a request may leave without saying so (resend-requests.ts): a
+ * start the pacer puts off is placed this much further from the one it must clear, as slots kept on
+ * time are (two slots are 1,020 ms apart at 2 a second), so a sender that leaves up to this late still
+ * keeps every second within the rate.
+ */
+export const LATE_MS = 10;
 
 /** Whether `starts` (sorted) keep every window at `count` starts or fewer. */
 const fits = (starts: readonly number[], window: { count: number; ms: number }): boolean => {
@@ -105,9 +112,9 @@ export const MAX_SHIFT_MS = 1_000;
 const recordStart = (state: PacerState, now: number, from: number, rps: number): { state: PacerState; start: number | null } => {
   const window = startWindow(rps);
   const recent = (state.starts ?? []).filter((s) => s > now - window.ms).sort((a, b) => a - b);
-  // The earliest fitting moment is `from`, or one window after a recorded start (the first moment it
-  // stops counting), or a recorded start itself (where the group around it changes).
-  const candidates = [from, ...recent.flatMap((s) => [s, s + window.ms])].filter((t) => t >= from && t - from <= MAX_SHIFT_MS).sort((a, b) => a - b);
+  // The earliest fitting moment is `from`, or one window (and LATE_MS) after a recorded start (the
+  // first moment it stops counting), or a recorded start itself (where the group around it changes).
+  const candidates = [from, ...recent.flatMap((s) => [s, s + window.ms + LATE_MS])].filter((t) => t >= from && t - from <= MAX_SHIFT_MS).sort((a, b) => a - b);
   const start = candidates.find((t) => fits([...recent, t].sort((a, b) => a - b), window));
   if (start === undefined) return { state, start: null };
   const starts = [...recent, start].sort((a, b) => a - b);
@@ -118,17 +125,20 @@ const recordStart = (state: PacerState, now: number, from: number, rps: number):
 /**
  * Confirming the slot at `at`, just before it (or after it, from a caller that woke late): refused
  * (null) when a pause has covered it since it was reserved; otherwise the request's start is
- * recorded and answered: the later of `at` and `now`, or a little after when leaving then would put
- * more than `count` starts into a window (a late caller cannot crowd the callers that kept time).
+ * recorded and answered: `at`, or LEAD_MS from `now` for a caller already past it, or a little after
+ * either when leaving then would put more than `count` starts into a window (a late caller cannot
+ * crowd the callers that kept time).
  */
 export const confirmSlot = (state: PacerState, now: number, at: number, rps: number): { state: PacerState; start: number | null } =>
-  slotStands(state, at) ? recordStart(state, now, Math.max(at, now), rps) : { state, start: null };
+  // A caller already past its slot is given the same lead as a reservation: leaving at `now`, it
+  // would be late by the answer's trip back before it could leave.
+  slotStands(state, at) ? recordStart(state, now, at >= now ? at : now + LEAD_MS, rps) : { state, start: null };
 
 /**
  * A caller whose request was recorded as leaving at `start` could not leave then (its isolate was
- * busy with other work, or the pacer's answer came back slowly), and leaves from `now` on instead:
- * its start moves to the earliest moment that keeps every window within the rate (null: none near
- * enough, or a pause covers now; the caller reserves again).
+ * busy with other work, or the pacer's answer came back slowly): its start moves to the earliest
+ * moment from LEAD_MS on (the answer's trip back) that keeps every window within the rate (null: none
+ * near enough, or a pause covers now; the caller reserves again).
  */
 export const restartSlot = (state: PacerState, now: number, start: number, rps: number): { state: PacerState; start: number | null } => {
   const starts = [...(state.starts ?? [])];
@@ -136,7 +146,7 @@ export const restartSlot = (state: PacerState, now: number, start: number, rps: 
   if (own >= 0) starts.splice(own, 1);
   const without = { ...state, starts };
   if (!slotStands(without, now)) return { state: without, start: null };
-  const moved = recordStart(without, now, now, rps);
+  const moved = recordStart(without, now, now + LEAD_MS, rps);
   return moved.start === null ? { state: without, start: null } : moved;
 };
 

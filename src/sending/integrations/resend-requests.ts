@@ -1,4 +1,4 @@
-import { LEAD_MS, type Pacer } from "../pacer";
+import { LATE_MS, LEAD_MS, type Pacer } from "../pacer";
 import type { DeliveryError, EmailOutcome, OutboundEmail } from "./types";
 
 // One request to Resend's batch endpoint, in a slot of the account-wide pacer (src/sending/pacer.ts),
@@ -17,8 +17,8 @@ export const HEDGE_AFTER_MS = 1_500;
 export const ASKS_PER_TRY = 3;
 /** A slot further away than this is not waited for in the invocation: the message comes back later. */
 export const MAX_SLOT_WAIT_MS = 30_000;
-/** Past its slot by more than this, a request is too late to leave on the pacer's record of it (the slots' own guard). */
-export const LATE_MS = 10;
+/** Times a request late for its start asks the pacer for another before it reserves a new slot. */
+const RESTARTS = 2;
 /** How many recent answer times the wait before asking again is drawn from. */
 const RECENT_ANSWERS = 32;
 const recentAnswers: number[] = [];
@@ -105,13 +105,15 @@ export const awaitSlot = async (config: ResendConfig, stop: AbortSignal, beforeC
     if (beforeConfirm && !(await beforeConfirm())) return;
     if (stop.aborted) return abandoned;
     let start = await config.pacer.confirm(slot.at, config.rps);
-    while (start !== null) {
+    for (let restarts = 0; start !== null; restarts++) {
       const wait = start - Date.now();
       if (wait > 0) await sleep(wait);
       if (stop.aborted) return abandoned;
       if (Date.now() - start <= LATE_MS) return;
       // Past the start the pacer recorded (woken late while the isolate was busy, or its answer came
-      // back slowly): leaving now could put one start too many into a second. The pacer moves it.
+      // back slowly): leaving now could put one start too many into a second. The pacer moves it, a
+      // few times at most; then a fresh slot is reserved.
+      if (restarts === RESTARTS) break;
       start = await config.pacer.restart(start, config.rps);
     }
   }
@@ -160,7 +162,7 @@ const request = async (config: ResendConfig, emails: OutboundEmail[], body: stri
     const outcomes = emails.map((email, i): EmailOutcome => {
       const reason = rejected.get(i);
       if (reason !== undefined) return { kind: "failed", error: { code: "resend_rejected", message: `Resend rejected this message: ${reason}` } };
-      return { kind: "sent", providerMessageId: ids[next++] ?? email.deliveryId };
+      return { kind: "sent", providerMessageId: ids[next++] ?? null };
     });
     return { kind: "done", outcomes, acceptedEarlier: false };
   }

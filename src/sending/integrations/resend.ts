@@ -76,7 +76,12 @@ const sendBatch = async (config: ResendConfig, emails: OutboundEmail[], key: str
       return { kind: "answered", outcomes, acceptedEarlier: reply.acceptedEarlier };
     }
     if (reply.kind === "refused") return reply;
-    if (reply.kind === "rejected") return { kind: "rejected", deliveryId: held[reply.index]?.deliveryId ?? "", error: reply.error };
+    if (reply.kind === "rejected") {
+      const named = held[reply.index];
+      // (The index was read as one of the request's own.)
+      if (!named) throw new Error(`Resend named email ${reply.index} of a request of ${held.length}`);
+      return { kind: "rejected", deliveryId: named.deliveryId, error: reply.error };
+    }
     if (reply.kind === "deferred") {
       // No slot soon enough. Only when no request of this step has left is that "nothing attempted";
       // after one (a 429 or 5xx that then left no slot in reach), the step made a try that counts,

@@ -45,7 +45,8 @@ export type BatchAnswer =
   | { kind: "refused"; error: DeliveryError }
   /**
    * The provider refused the last request because of one email in it (strict validation naming it):
-   * nothing in it was sent, nor in any earlier request of the batch (each held that email too).
+   * nothing in it was sent. (Whether an earlier request of the batch was taken, validated as it was
+   * then, the answer does not say: batch-settlement.ts trusts it for the batch's first request only.)
    */
   | { kind: "rejected"; deliveryId: string; error: DeliveryError }
   /**
@@ -60,9 +61,9 @@ export type BatchAnswer =
 
 export type SendOptions = {
   /**
-   * Called right before each request of the batch leaves (after any wait for the provider's rate),
-   * with the delivery ids it would hold: those to leave out of it and of every later request. A
-   * recipient who unsubscribed while the batch waited is not mailed.
+   * Called before each request of the batch, once its slot of the provider's rate has come and just
+   * before the slot is confirmed, with the delivery ids it would hold: those to leave out of it and of
+   * every later request. A recipient who unsubscribed while the batch waited is not mailed.
    */
   beforeRequest?: (deliveryIds: string[]) => Promise<ReadonlySet<string>>;
   /**
