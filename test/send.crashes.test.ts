@@ -342,8 +342,24 @@ describe("two runners of one chunk (a queue message delivered twice)", () => {
     await env.DB.prepare(`UPDATE deliveries SET asked_seq = 1 WHERE id IN (?, ?)`).bind(a, b).run();
     // This runner read the chunk before that and would ask for all three.
     const look = await lookBeforeRequest(env.DB, [a, b, x], ids);
-    expect(look).toEqual({ seq: 2, members: expect.arrayContaining([a, b]), gone: [], behind: [x] });
+    expect(look).toMatchObject({ seq: 2, members: expect.arrayContaining([a, b]), gone: [], behind: [x] });
     expect(await seqOf()).toEqual({ [a]: 2, [b]: 2, [x]: 0 });
+    // It settles by every row's number as the look left it, not as it read them.
+    expect(Object.fromEntries(look.seqs)).toEqual({ [a]: 2, [b]: 2, [x]: 0 });
+  });
+
+  it("once another runner settled or held any row of the chunk, a runner that read it before numbers no request and records nothing", async () => {
+    const { h, ids, seqOf } = await queuedChunkOf(3);
+    const [a = "", b = "", x = ""] = ids;
+    const op = await loadOperationState(env.DB, (await env.DB.prepare(`SELECT operation_id FROM deliveries WHERE id = ?`).bind(a).first<{ operation_id: string }>())?.operation_id ?? "");
+    if (!op) throw new Error("no operation");
+    // Another runner failed x (a strict 4xx naming it) and held a and b for a batch of their own.
+    await env.DB.prepare(`UPDATE deliveries SET status = 'failed' WHERE id = ?`).bind(x).run();
+    const look = await lookBeforeRequest(env.DB, [a, b, x], ids);
+    expect(look).toMatchObject({ seq: undefined, members: [] });
+    expect(await seqOf()).toEqual({ [a]: 0, [b]: 0, [x]: 0 });
+    await recordDeliveryResults(env.DB, op, { sent: [], failed: [a, b].map((id) => ({ id, error: { code: "outcome_unknown", message: "?" }, attempted: false })), retry: [], held: [] }, Date.now(), { ids, seq: 0 });
+    expect((await allDeliveries(h.t, op.campaignId)).filter((d) => d.status === "queued").map((d) => d.id).sort()).toEqual([a, b]);
   });
 
   it("a runner overtaken by another's later request writes nothing: the chunk is settled by the one whose request is the latest", async () => {

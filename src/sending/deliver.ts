@@ -141,10 +141,9 @@ const handOver = async (
   const beforeRequest = async (ids: string[]) => {
     const look = await lookBeforeRequest(d1, ids, chunkIds);
     for (const gone of look.gone) local.set(gone.id, gone.active ? recipientChanged : recipientInactive);
-    if (look.seq !== undefined) {
-      lastSeq = look.seq;
-      for (const id of look.members) askedSeq.set(id, look.seq);
-    }
+    // Every row's number as the look left it (another runner may have numbered some since the read).
+    for (const [id, seq] of look.seqs) askedSeq.set(id, seq);
+    if (look.seq !== undefined) lastSeq = look.seq;
     // Those no longer to be mailed, and those another runner of this chunk has already left out.
     return new Set([...look.gone.map((gone) => gone.id), ...look.behind]);
   };

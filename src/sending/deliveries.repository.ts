@@ -87,20 +87,29 @@ export const queuedChunk = async (
 };
 
 /**
+ * The runner's chunk (its queued rows, which its key names) is as it read it: every row still
+ * queued. Once another runner of the chunk settled or held any of them, this runner's key and its
+ * numbers are stale, and it neither numbers a request nor records an outcome.
+ */
+const chunkIntact = (chunkParam: string, settlingAt?: string) =>
+  `(SELECT count(*) FROM deliveries c WHERE c.id IN (SELECT value FROM json_each(${chunkParam}))
+      AND (c.status = 'queued'${settlingAt ? ` OR c.updated_at = ${settlingAt}` : ""})) = json_array_length(${chunkParam})`;
+
+/**
  * The last look before a batch request leaves, in one atomic batch: the request's members still to
- * be mailed (the subscriber active, at the delivery's address, the delivery still queued) and still
- * in the batch's latest request (another runner of the chunk may have gone on without them) are
- * numbered as the batch's next request (`asked_seq`: one more than any row of the chunk holds); the
- * others are named: `gone` (no longer to be mailed: their subscriber left, or moved while still
- * active), `behind` (to be mailed, but not in the latest request: never asked under this key again).
+ * be mailed (the subscriber active, at the delivery's address) and still in the batch's latest
+ * request (another runner of the chunk may have gone on without them) are numbered as the batch's
+ * next request (`asked_seq`: one more than any row of the chunk holds), while the chunk is intact;
+ * the others are named: `gone` (no longer to be mailed: their subscriber left, or moved while still
+ * active), `behind` (not to be asked under this key again). `seqs`: every row's number after the look.
  * One indexed write and one read of at most one chunk.
  */
 export const lookBeforeRequest = async (
   d1: D1Database,
   memberIds: string[],
   chunkIds: string[],
-): Promise<{ seq: number | undefined; members: string[]; gone: { id: string; active: boolean }[]; behind: string[] }> => {
-  const members = JSON.stringify(memberIds);
+): Promise<{ seq: number | undefined; members: string[]; gone: { id: string; active: boolean }[]; behind: string[]; seqs: Map<string, number> }> => {
+  const members = new Set(memberIds);
   const mailable = (d: string) =>
     `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = ${d}.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(${d}.email))`;
   const chunk = `(SELECT value FROM json_each(?2))`;
@@ -110,25 +119,27 @@ export const lookBeforeRequest = async (
       .prepare(
         `UPDATE deliveries SET asked_seq = (SELECT max(asked_seq) + 1 FROM deliveries WHERE id IN ${chunk})
           WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued' AND ${mailable("deliveries")}
-            AND asked_seq = (SELECT max(asked_seq) FROM deliveries WHERE id IN ${chunk})
+            AND asked_seq = (SELECT max(asked_seq) FROM deliveries WHERE id IN ${chunk}) AND ${chunkIntact("?2")}
          RETURNING id, asked_seq`,
       )
-      .bind(members, JSON.stringify(chunkIds)),
+      .bind(JSON.stringify(memberIds), JSON.stringify(chunkIds)),
     d1
       .prepare(
-        `SELECT d.id, coalesce((SELECT s.status = 'active' FROM subscribers s WHERE s.id = d.subscriber_id), 0) AS active, ${mailable("d")} AS mailable
+        `SELECT d.id, d.asked_seq, coalesce((SELECT s.status = 'active' FROM subscribers s WHERE s.id = d.subscriber_id), 0) AS active, ${mailable("d")} AS mailable
            FROM deliveries d WHERE d.id IN (SELECT value FROM json_each(?1))`,
       )
-      .bind(members),
+      .bind(JSON.stringify(chunkIds)),
   ]);
   const numberedRows = numbered?.results ?? [];
   const kept = new Set(numberedRows.map((r) => r.id));
-  const others = (looked?.results ?? []).filter((r) => !kept.has(r.id));
+  const rows = looked?.results ?? [];
+  const others = rows.filter((r) => members.has(r.id) && !kept.has(r.id));
   return {
     seq: numberedRows[0]?.asked_seq,
     members: [...kept],
     gone: others.filter((r) => r.mailable !== 1).map((r) => ({ id: r.id, active: r.active === 1 })),
     behind: others.filter((r) => r.mailable === 1).map((r) => r.id),
+    seqs: new Map(rows.map((r) => [r.id, r.asked_seq])),
   };
 };
 
@@ -147,9 +158,10 @@ export type DeliveryResults = {
 
 /**
  * Records a chunk's outcomes and raises the operation's counters by exactly the rows that left
- * `queued` here, then tries to complete: all in one atomic batch. Only while the chunk's latest
- * request is still `seq`, the last this runner made (or read): a runner of the same chunk that made a
- * later one settles it from its own answer, and this one writes nothing.
+ * `queued` here, then tries to complete: all in one atomic batch. Only while the chunk is intact (every
+ * row still queued) and its latest request is still `seq`, the last this runner made (or read): a
+ * runner of the same chunk that made a later one, or settled any of it, has the say, and this one
+ * writes nothing.
  */
 export const recordDeliveryResults = async (
   d1: D1Database,
@@ -159,7 +171,8 @@ export const recordDeliveryResults = async (
   chunk: { ids: string[]; seq: number },
 ) => {
   const statements: D1PreparedStatement[] = [];
-  const ours = `(SELECT coalesce(max(c.asked_seq), 0) FROM deliveries c WHERE c.id IN (SELECT value FROM json_each(?3))) = ?4`;
+  // (A row this very batch settled, at `now`, still counts as the chunk's: the statements run in turn.)
+  const ours = `(SELECT coalesce(max(c.asked_seq), 0) FROM deliveries c WHERE c.id IN (SELECT value FROM json_each(?3))) = ?4 AND ${chunkIntact("?3", "?2")}`;
   const chunkIds = JSON.stringify(chunk.ids);
   if (results.sent.length > 0) {
     statements.push(

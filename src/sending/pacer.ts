@@ -34,12 +34,6 @@ type Reservation = {
 };
 
 /**
- * Time between slots: 1000 / rps, plus a 10 ms guard, since a request set off at its slot can leave a
- * millisecond early or late and a limiter counting a sliding second must never see rps + 1 starts.
- */
-export const intervalMs = (rps: number) => Math.ceil(1000 / rps) + 10;
-
-/**
  * How far ahead of `now` the earliest slot lies. A slot is a moment the caller waits for; one that
  * began the instant it was reserved would already be past when the answer reaches the caller, and
  * its request would leave late by that trip, squeezing the gap to the next one. A lead just longer
@@ -73,20 +67,29 @@ export const pauseUntil = (state: PacerState, now: number, retryAfterMs: number)
 export const slotStands = (state: PacerState, at: number): boolean => at >= (state.pausedUntil ?? 0);
 
 /**
- * The limit as a window: at most `count` request starts in any `ms` (1000 ms, plus the same 10 ms
- * guard as the slots; for a rate under 1 a second, one start in 1000 / rps ms).
- */
-export const startWindow = (rps: number): { count: number; ms: number } =>
-  // A fractional rate over 1 (2.5) keeps to its whole part in every second: 2 starts in 1,010 ms.
-  rps >= 1 ? { count: Math.floor(rps), ms: 1_010 } : { count: 1, ms: Math.ceil(1000 / rps) + 10 };
-
-/**
- * How late past its recorded start a request may leave without saying so (resend-requests.ts): a
- * start the pacer puts off is placed this much further from the one it must clear, as slots kept on
- * time are (two slots are 1,020 ms apart at 2 a second), so a sender that leaves up to this late still
- * keeps every second within the rate.
+ * How late past its recorded start a request may leave without saying so (resend-requests.ts). The
+ * window below is that much wider than the rate's second (plus 10 ms for timer jitter), so a sender
+ * that leaves up to this late still keeps every second within the rate.
  */
 export const LATE_MS = 10;
+
+/**
+ * The limit as a window: at most `count` request starts in any `ms`: 1000 ms (for a rate under 1 a
+ * second, 1000 / rps), widened by a 10 ms guard (a request set off at its slot can leave a
+ * millisecond early or late) and LATE_MS. A fractional rate over 1 (2.5) keeps to its whole part in
+ * every second.
+ */
+export const startWindow = (rps: number): { count: number; ms: number } =>
+  rps >= 1 ? { count: Math.floor(rps), ms: 1_000 + 10 + LATE_MS } : { count: 1, ms: Math.ceil(1000 / rps) + 10 + LATE_MS };
+
+/**
+ * Time between slots: 1000 / rps plus the 10 ms guard, and never less than the window allows (at 2
+ * a second, 510 ms: two slots are 1,020 ms apart; at 1, 1,020 ms), so slots kept on time always fit.
+ */
+export const intervalMs = (rps: number) => {
+  const window = startWindow(rps);
+  return Math.max(Math.ceil(1000 / rps) + 10, Math.ceil(window.ms / window.count));
+};
 
 /** Whether `starts` (sorted) keep every window at `count` starts or fewer. */
 const fits = (starts: readonly number[], window: { count: number; ms: number }): boolean => {
@@ -112,9 +115,9 @@ export const MAX_SHIFT_MS = 1_000;
 const recordStart = (state: PacerState, now: number, from: number, rps: number): { state: PacerState; start: number | null } => {
   const window = startWindow(rps);
   const recent = (state.starts ?? []).filter((s) => s > now - window.ms).sort((a, b) => a - b);
-  // The earliest fitting moment is `from`, or one window (and LATE_MS) after a recorded start (the
-  // first moment it stops counting), or a recorded start itself (where the group around it changes).
-  const candidates = [from, ...recent.flatMap((s) => [s, s + window.ms + LATE_MS])].filter((t) => t >= from && t - from <= MAX_SHIFT_MS).sort((a, b) => a - b);
+  // The earliest fitting moment is `from`, or one window after a recorded start (the first moment it
+  // stops counting), or a recorded start itself (where the group around it changes).
+  const candidates = [from, ...recent.flatMap((s) => [s, s + window.ms])].filter((t) => t >= from && t - from <= MAX_SHIFT_MS).sort((a, b) => a - b);
   const start = candidates.find((t) => fits([...recent, t].sort((a, b) => a - b), window));
   if (start === undefined) return { state, start: null };
   const starts = [...recent, start].sort((a, b) => a - b);
@@ -140,13 +143,14 @@ export const confirmSlot = (state: PacerState, now: number, at: number, rps: num
  * moment from LEAD_MS on (the answer's trip back) that keeps every window within the rate (null: none
  * near enough, or a pause covers now; the caller reserves again).
  */
-export const restartSlot = (state: PacerState, now: number, start: number, rps: number): { state: PacerState; start: number | null } => {
+export const restartSlot = (state: PacerState, now: number, start: number, rps: number, lateMs = 0): { state: PacerState; start: number | null } => {
   const starts = [...(state.starts ?? [])];
   const own = starts.indexOf(start);
   if (own >= 0) starts.splice(own, 1);
   const without = { ...state, starts };
   if (!slotStands(without, now)) return { state: without, start: null };
-  const moved = recordStart(without, now, now + LEAD_MS, rps);
+  // The caller came back `lateMs` late last time (its answer's trip, the clocks' offset): as much more.
+  const moved = recordStart(without, now, now + LEAD_MS + Math.min(Math.max(0, lateMs), MAX_SHIFT_MS), rps);
   return moved.start === null ? { state: without, start: null } : moved;
 };
 
@@ -187,8 +191,8 @@ export class ResendPacer extends DurableObject<Env> {
     return start;
   }
 
-  restart(start: number, rps: number): number | null {
-    const moved = restartSlot(this.state, Date.now(), start, rps);
+  restart(start: number, rps: number, lateMs = 0): number | null {
+    const moved = restartSlot(this.state, Date.now(), start, rps, lateMs);
     this.save(moved.state);
     return moved.start;
   }
@@ -212,10 +216,11 @@ export type Pacer = {
    */
   confirm(at: number, rps: number): Promise<number | null>;
   /**
-   * From a caller that could not leave at the start recorded for it (`start`, as `confirm` answered):
-   * the new start recorded for it (now or a little later), or null (it reserves again).
+   * From a caller that could not leave at the start recorded for it (`start`, as `confirm` answered),
+   * `lateMs` after it: the new start recorded for it (as far ahead as the caller was late, and
+   * LEAD_MS), or null (it reserves again).
    */
-  restart(start: number, rps: number): Promise<number | null>;
+  restart(start: number, rps: number, lateMs?: number): Promise<number | null>;
 };
 
 /** The pacer's stub, made on first use: resolving the integration (for /health, say) touches no binding. */
@@ -226,6 +231,6 @@ export const pacerFor = (env: Pick<Env, "RESEND_PACER">): Pacer => {
     reserve: (rps, maxWaitMs) => pacer().reserve(rps, maxWaitMs),
     pause: (retryAfterMs) => pacer().pause(retryAfterMs),
     confirm: (at, rps) => pacer().confirm(at, rps),
-    restart: (at, rps) => pacer().restart(at, rps),
+    restart: (start, rps, lateMs) => pacer().restart(start, rps, lateMs),
   };
 };

@@ -17,7 +17,7 @@ export const HEDGE_AFTER_MS = 1_500;
 export const ASKS_PER_TRY = 3;
 /** A slot further away than this is not waited for in the invocation: the message comes back later. */
 export const MAX_SLOT_WAIT_MS = 30_000;
-/** Times a request late for its start asks the pacer for another before it reserves a new slot. */
+/** Times a request late for its start asks the pacer for another before it leaves on the last one. */
 const RESTARTS = 2;
 /** How many recent answer times the wait before asking again is drawn from. */
 const RECENT_ANSWERS = 32;
@@ -109,12 +109,14 @@ export const awaitSlot = async (config: ResendConfig, stop: AbortSignal, beforeC
       const wait = start - Date.now();
       if (wait > 0) await sleep(wait);
       if (stop.aborted) return abandoned;
-      if (Date.now() - start <= LATE_MS) return;
+      const late = Date.now() - start;
+      if (late <= LATE_MS) return;
       // Past the start the pacer recorded (woken late while the isolate was busy, or its answer came
-      // back slowly): leaving now could put one start too many into a second. The pacer moves it, a
-      // few times at most; then a fresh slot is reserved.
-      if (restarts === RESTARTS) break;
-      start = await config.pacer.restart(start, config.rps);
+      // back slowly): leaving now could put one start too many into a second. The pacer moves it, as
+      // far ahead as this caller was late; after a few moves (a pacer whose answers keep coming back
+      // later than that) the request leaves on the start last recorded for it.
+      if (restarts === RESTARTS) return;
+      start = await config.pacer.restart(start, config.rps, late);
     }
   }
 };
