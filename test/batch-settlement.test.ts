@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type BatchMember, settleBatch } from "../src/sending/batch-settlement";
+import { type BatchMember, type Settlement, settleBatch } from "../src/sending/batch-settlement";
 import type { BatchAnswer, EmailOutcome } from "../src/sending/integrations/types";
 
 // The rule every delivery of a provider batch is settled by, as a table: the batch's last request is
@@ -15,10 +15,17 @@ const members = [
   member("never", 0),
   member("never-left", 0, { local: left }),
 ];
-const kinds = (answer: Exclude<BatchAnswer, { kind: "deferred" }>) =>
-  Object.fromEntries(
-    settleBatch(members, answer, 3, 5).map((s, i) => [members[i]?.id, s.kind === "failed" ? `failed ${s.error.code}${s.attempted ? " (attempted)" : ""}` : s.kind]),
-  );
+const label = (s: Settlement) => (s.kind === "failed" ? `failed ${s.error.code}${s.attempted ? " (attempted)" : ""}` : s.kind);
+const kinds = (answer: Exclude<BatchAnswer, { kind: "deferred" }>) => Object.fromEntries(settleBatch(members, answer, 3, 5).map((s, i) => [members[i]?.id, label(s)]));
+/** A batch that ended after earlier requests without one known to be taken: anyone ever asked is unknown. */
+const endedAfterEarlierRequests = {
+  "in-last": "failed outcome_unknown (attempted)",
+  "out-of-last": "failed outcome_unknown",
+  "out-sooner": "failed outcome_unknown",
+  "out-sooner-left": "failed outcome_unknown",
+  never: "held",
+  "never-left": "failed recipient_inactive",
+};
 const sent: EmailOutcome = { kind: "sent", providerMessageId: "re_1" };
 
 describe("settling a provider batch", () => {
@@ -49,19 +56,12 @@ describe("settling a provider batch", () => {
   it("a refused first request fails its members with the provider's reason; after earlier requests (answers lost), its members are unknown too", () => {
     const refused = { code: "resend_validation_error", message: "no" };
     const first = [member("in-first", 1, { inLastRequest: true }), member("never", 0), member("never-left", 0, { local: left })];
-    expect(settleBatch(first, { kind: "refused", error: refused }, 1, 5).map((s) => (s.kind === "failed" ? `${s.error.code}${s.attempted ? " (attempted)" : ""}` : s.kind))).toEqual([
-      "resend_validation_error (attempted)",
+    expect(settleBatch(first, { kind: "refused", error: refused }, 1, 5).map(label)).toEqual([
+      "failed resend_validation_error (attempted)",
       "held",
-      "recipient_inactive",
+      "failed recipient_inactive",
     ]);
-    expect(kinds({ kind: "refused", error: refused })).toEqual({
-      "in-last": "failed outcome_unknown (attempted)",
-      "out-of-last": "failed outcome_unknown",
-      "out-sooner": "failed outcome_unknown",
-      "out-sooner-left": "failed outcome_unknown",
-      never: "held",
-      "never-left": "failed recipient_inactive",
-    });
+    expect(kinds({ kind: "refused", error: refused })).toEqual(endedAfterEarlierRequests);
     const [settled] = settleBatch(members, { kind: "refused", error: refused }, 3, 5);
     expect(settled).toMatchObject({ error: { code: "outcome_unknown", message: expect.stringContaining("its last answer: no") } });
   });
@@ -69,20 +69,13 @@ describe("settling a provider batch", () => {
   it("a first request refused for one email it names: that one failed, nobody else mailed; after earlier requests, unknown as any refusal", () => {
     const invalid = { code: "resend_validation_error", message: "emails[0].to" };
     const first = [member("named", 1, { inLastRequest: true }), member("other", 1, { inLastRequest: true }), member("never", 0)];
-    expect(settleBatch(first, { kind: "rejected", deliveryId: "named", error: invalid }, 1, 5).map((s) => (s.kind === "failed" ? s.error.code : s.kind))).toEqual([
-      "resend_validation_error",
+    expect(settleBatch(first, { kind: "rejected", deliveryId: "named", error: invalid }, 1, 5).map(label)).toEqual([
+      "failed resend_validation_error (attempted)",
       "held",
       "held",
     ]);
     // An earlier request (its answer lost) may have been taken as it was validated then.
-    expect(kinds({ kind: "rejected", deliveryId: "in-last", error: invalid })).toEqual({
-      "in-last": "failed outcome_unknown (attempted)",
-      "out-of-last": "failed outcome_unknown",
-      "out-sooner": "failed outcome_unknown",
-      "out-sooner-left": "failed outcome_unknown",
-      never: "held",
-      "never-left": "failed recipient_inactive",
-    });
+    expect(kinds({ kind: "rejected", deliveryId: "in-last", error: invalid })).toEqual(endedAfterEarlierRequests);
   });
 
   it("with nobody left to ask, anyone who was in a request is unknown", () => {

@@ -5,7 +5,7 @@ import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, createNewsletter } from "./send.fixtures";
-import { everyTry, expectEachMailedOnce, harness, operationOf, resendSend, send } from "./send.harness";
+import { everyTry, expectEachMailedOnce, expectSentAsResendAnswered, harness, operationOf, resendSend, send } from "./send.harness";
 
 // Delivery through Resend, driven message by message (send.harness.ts) against its stand-in
 // (resend.mock.ts): batching, pacing, partial failure, refusals.
@@ -68,10 +68,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
       expect(m.subject).toBe("Launch");
       expect(Object.keys(m.headers).sort()).toEqual(["List-Unsubscribe", "List-Unsubscribe-Post"]);
     }
-    const byEmail = new Map(resend.received.map((r) => [r.to[0], r.id]));
-    for (const d of deliveries) {
-      expect(d).toMatchObject({ status: "sent", attempts: 1, provider_message_id: byEmail.get(d.email), error: null });
-    }
+    expectSentAsResendAnswered(resend, deliveries);
     expect(await operationOf(h.t, op.id)).toMatchObject({
       status: "succeeded",
       integration_slug: "resend",
@@ -127,8 +124,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
     const deliveries = await allDeliveries(h.t, campaign.id);
     expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", attempts: 1, error: { code: "resend_rejected" } });
-    const byEmail = new Map(resend.received.map((r) => [r.to[0], r.id]));
-    for (const d of deliveries.filter((x) => x.email !== "bad@invalid.example")) expect(d.provider_message_id).toBe(byEmail.get(d.email));
+    expectSentAsResendAnswered(resend, deliveries.filter((x) => x.email !== "bad@invalid.example"));
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
   });
 

@@ -6,7 +6,7 @@ import worker from "../src/index";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { createCredential, createWorkspace, type CallOptions, seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
-import { CapturedQueue, createCampaign, type Tenant } from "./send.fixtures";
+import { allDeliveries, CapturedQueue, createCampaign, type Tenant } from "./send.fixtures";
 
 // A send driven message by message: the app and the consumer get an env whose SEND_QUEUE keeps what
 // is sent, so a test hands messages to the consumer itself and can inject faults between the steps.
@@ -147,3 +147,9 @@ export const pacerStub = (reserve: () => Promise<{ at: number; waitMs: number; g
 /** Each of the first `count` seeded addresses (user0@example.com, …) got exactly one copy. */
 export const expectEachMailedOnce = (resend: ReturnType<typeof mockResend>, count: number) =>
   expect([...resend.copiesPerRecipient().entries()].sort()).toEqual(Array.from({ length: count }, (_, i) => [`user${i}@example.com`, 1]));
+
+/** Each delivery given is `sent`, once, with the id Resend gave its recipient's message. */
+export const expectSentAsResendAnswered = (resend: ReturnType<typeof mockResend>, deliveries: Awaited<ReturnType<typeof allDeliveries>>) => {
+  const byEmail = new Map(resend.received.map((r) => [r.to[0], r.id]));
+  for (const d of deliveries) expect(d).toMatchObject({ status: "sent", attempts: 1, provider_message_id: byEmail.get(d.email), error: null });
+};

@@ -108,7 +108,7 @@ export const lookBeforeRequest = async (
   d1: D1Database,
   memberIds: string[],
   chunkIds: string[],
-): Promise<{ seq: number | undefined; members: string[]; gone: { id: string; active: boolean }[]; behind: string[]; seqs: Map<string, number> }> => {
+): Promise<{ seq: number | undefined; gone: { id: string; active: boolean }[]; behind: string[]; seqs: Map<string, number> }> => {
   const members = new Set(memberIds);
   const mailable = (d: string) =>
     `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = ${d}.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(${d}.email))`;
@@ -136,7 +136,6 @@ export const lookBeforeRequest = async (
   const others = rows.filter((r) => members.has(r.id) && !kept.has(r.id));
   return {
     seq: numberedRows[0]?.asked_seq,
-    members: [...kept],
     gone: others.filter((r) => r.mailable !== 1).map((r) => ({ id: r.id, active: r.active === 1 })),
     behind: others.filter((r) => r.mailable === 1).map((r) => r.id),
     seqs: new Map(rows.map((r) => [r.id, r.asked_seq])),

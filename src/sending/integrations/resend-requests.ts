@@ -53,7 +53,7 @@ type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: number }
  * The request's answer settles the batch: an outcome per email (in request order), or a refusal of
  * the whole request; `acceptedEarlier`: the key stands for a batch taken in an earlier request.
  */
-export type Settled =
+type Settled =
   | { kind: "done"; outcomes: EmailOutcome[]; acceptedEarlier: boolean }
   | { kind: "refused"; error: DeliveryError }
   /** A 4xx naming one email of the request (strict validation): nothing in it was sent. */
