@@ -122,22 +122,29 @@ describe("webhook endpoints", () => {
     }
   });
 
-  it("with a live credential, rejects loopback, private, link-local and unique-local addresses", async () => {
+  it("with a live credential in local development, accepts this machine's addresses and rejects private, link-local and unique-local ones", async () => {
     const t = await tenant("Live", "live");
+    // The contract's development receivers: http://localhost and http://127.0.0.1, and the other loopback spellings.
     for (const url of [
-      "http://localhost/hook",
-      "http://127.0.0.1/hook",
+      "http://localhost:9000/hook",
+      "http://127.0.0.1:9000/hook",
       "https://localhost/hook",
       "https://api.localhost/hook",
       "https://localhost./hook",
       "HTTPS://LOCALHOST/hook",
-      "https://127.0.0.1./hook",
+      "https://127.1.2.3/hook",
+      "https://[::1]/hook",
+      "https://[::ffff:127.0.0.1]/hook",
+    ]) {
+      const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
+      expect(res.status, `${url}: ${res.text}`).toBe(201);
+    }
+    for (const url of [
       "https://10.1.2.3/hook",
       "https://172.16.0.1/hook",
       "https://192.168.1.1/hook",
       "https://169.254.169.254/latest",
       "https://100.64.0.1/hook",
-      "https://[::1]/hook",
       "https://[fe80::1]/hook",
       "https://[fd12:3456::1]/hook",
       "https://[::ffff:10.0.0.1]/hook",
@@ -160,6 +167,7 @@ describe("webhook endpoints", () => {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
       expect(res.status, `${url}: ${res.text}`).toBe(400);
       expect(res.body.error.param).toBe("url");
+      expect(res.body.error.message).toMatch(/with a live credential \(in local development a live credential may use this machine's addresses, a test credential any local one\)/);
     }
     // The same forms around a public address are fine.
     for (const url of ["https://[64:ff9b::5db8:d822]/hook", "https://[2002:5db8:d822::1]/hook", "https://[2606:4700::1111]/hook", "https://192.0.78.9/hook", "https://[3fff:1000::1]/hook"]) {
@@ -168,18 +176,21 @@ describe("webhook endpoints", () => {
     }
     const ok = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: "https://93.184.216.34/hook", events: ["*"] } });
     expect(ok.status, ok.text).toBe(201);
-    const patch = await t.call("PATCH", `${t.ws}/webhook_endpoints/${ok.body.data.id}`, { body: { url: "https://[::1]/x" } });
+    const patch = await t.call("PATCH", `${t.ws}/webhook_endpoints/${ok.body.data.id}`, { body: { url: "https://[fd00::1]/x" } });
     expect(patch.status).toBe(400);
     expect(patch.body.error.param).toBe("url");
   });
 
-  it("on a deployed service (public PUBLIC_BASE_URL), test credentials get the live rule too: the workspace's live events go to every endpoint", async () => {
+  it("on a deployed service (public PUBLIC_BASE_URL), every credential is refused local addresses: the workspace's live events go to every endpoint", async () => {
     const h = await harness("test", { PUBLIC_BASE_URL: "https://news.example.com" });
-    for (const url of ["http://127.0.0.1:9000/hook", "http://localhost:8787/hook", "https://169.254.169.254/latest", "https://10.0.0.1/", "https://[::1]/"]) {
-      const res = await h.t.call("POST", `${h.t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
-      expect(res.status, `${url}: ${res.text}`).toBe(400);
-      expect(res.body.error.param).toBe("url");
-      expect(res.body.error.message).toMatch(/on a deployed service/);
+    const live = await harness("live", { PUBLIC_BASE_URL: "https://news.example.com" });
+    for (const t of [h.t, live.t]) {
+      for (const url of ["http://127.0.0.1:9000/hook", "http://localhost:8787/hook", "https://169.254.169.254/latest", "https://10.0.0.1/", "https://[::1]/"]) {
+        const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
+        expect(res.status, `${url}: ${res.text}`).toBe(400);
+        expect(res.body.error.param).toBe("url");
+        expect(res.body.error.message).toMatch(/on a deployed service/);
+      }
     }
     const ok = await h.t.call("POST", `${h.t.ws}/webhook_endpoints`, { body: { url: "https://hooks.example.com/in", events: ["*"] } });
     expect(ok.status, ok.text).toBe(201);

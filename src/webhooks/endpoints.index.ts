@@ -36,20 +36,25 @@ import {
   serializeEndpoint,
   serializeEndpointWithSecret,
 } from "./endpoints.schemas";
-import { isDevelopmentOrigin, nonPublicUrlProblem } from "./url-rules";
+import { isDevelopmentOrigin, isLoopbackUrl, nonPublicUrlProblem } from "./url-rules";
 import { publicBaseUrl } from "../sending/compose";
 
 /**
- * The rule that depends on who asks and where: endpoints point at public hosts, except for a test
- * credential on a local development deployment (the events of every mode of the workspace go to them).
+ * The rule that depends on who asks and where. On a deployed service, endpoints point at public
+ * hosts (the events of every mode of the workspace go to them). On a local development deployment,
+ * a test credential may point them anywhere, and a live credential at this machine (the contract's
+ * `http://localhost` and `http://127.0.0.1` for development) but not at a private network.
  */
 const checkPublicUrl = (c: Context<AppEnv>, url: string | undefined) => {
   if (url === undefined) return;
   const live = c.var.principal.mode === "live";
-  if (!live && isDevelopmentOrigin(publicBaseUrl(c.env))) return;
+  const development = isDevelopmentOrigin(publicBaseUrl(c.env));
+  if (development && (!live || isLoopbackUrl(url))) return;
   const problem = nonPublicUrlProblem(url);
   if (!problem) return;
-  const why = live ? `${problem} with a live credential` : `${problem} on a deployed service (PUBLIC_BASE_URL is public; local addresses are for local development)`;
+  const why = development
+    ? `${problem} with a live credential (in local development a live credential may use this machine's addresses, a test credential any local one)`
+    : `${problem} on a deployed service (PUBLIC_BASE_URL is public; local addresses are for local development)`;
   throw new ApiError("validation_failed", `url ${why}`, { param: "url", details: [{ param: "url", message: why }] });
 };
 

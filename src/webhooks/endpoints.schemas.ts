@@ -15,12 +15,12 @@ export const EndpointParams = WorkspaceParams.extend({ endpoint_id: idParam("web
 const endpointUrl = bodyString()
   .max(URL_MAX_LENGTH)
   .regex(new RegExp(webhookUrlPattern), {
-    error: "must be an https URL to a host name, an IPv4 address or a bracketed IPv6 address (http only for localhost and 127.0.0.1), without user info, fragment or spaces",
+    error: "must be an https URL to a host name, an IPv4 address or a bracketed IPv6 address (http only for localhost and 127.0.0.1, in local development), without user info, fragment or spaces",
   })
   .openapi({
     format: "uri",
     description:
-      "https to a host name, an IPv4 address or a bracketed IPv6 address; `http://localhost` and `http://127.0.0.1` (any port) are accepted for development. With a live credential, and with any credential on a deployed service (a public `PUBLIC_BASE_URL`), `localhost` and private, loopback, link-local, CGNAT, documentation and multicast addresses are rejected (host names are not resolved).",
+      "https to a host name, an IPv4 address or a bracketed IPv6 address; `http://localhost` and `http://127.0.0.1` (any port) are accepted for local development (a `PUBLIC_BASE_URL` that is itself local). On a deployed service (a public `PUBLIC_BASE_URL`), `localhost` and private, loopback, link-local, CGNAT, documentation and multicast addresses are rejected for every credential; in local development, a live credential may use loopback addresses but not the other non-public ones (host names are not resolved).",
     example: "https://example.com/webhooks/newsletter",
   });
 

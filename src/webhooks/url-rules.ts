@@ -26,9 +26,28 @@ export const nonPublicUrlProblem = (value: string): string | undefined => {
 };
 
 /**
+ * This machine (localhost, `*.localhost`, 127.0.0.0/8, `::1`, and IPv4 loopback inside IPv6): where
+ * a receiver under development listens. Any port but 0.
+ */
+export const isLoopbackUrl = (value: string): boolean => {
+  const url = new URL(value);
+  if (url.port === "0") return false;
+  const host = url.hostname.replace(/\.$/, "");
+  if (host === "localhost" || host.endsWith(".localhost")) return true;
+  const v4 = parseIpv4(host);
+  if (v4) return v4[0] === 127;
+  if (!host.startsWith("[")) return false;
+  const v6 = parseIpv6(host.slice(1, -1));
+  if (!v6) return false;
+  const [g0, g1, g2, g3, g4, g5, g6 = 0, g7 = 0] = v6;
+  if (g0 || g1 || g2 || g3 || g4) return false;
+  return (g5 === 0 && g6 === 0 && g7 === 1) || (g5 === 0xffff && g6 >> 8 === 127);
+};
+
+/**
  * A local development deployment: its PUBLIC_BASE_URL (the origin it is reached at) is itself local
- * or private, as under `wrangler dev`. Only there may test credentials point endpoints at local
- * addresses; a deployed service delivers every workspace's events, live ones included, to them.
+ * or private, as under `wrangler dev`. Only there may endpoints point at local addresses (a live
+ * credential's at this machine only); a deployed service delivers every workspace's events to them.
  */
 export const isDevelopmentOrigin = (origin: string): boolean => {
   try {
