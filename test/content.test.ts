@@ -161,6 +161,61 @@ describe("rendering", () => {
     );
   });
 
+  it("reads a tag as a browser does: a < or a quote inside an earlier quoted value starts nothing", () => {
+    const at = (template: string, recipient: Partial<Recipient>) => {
+      const html = render({ html: template }, { ...bob, ...recipient }).html ?? "";
+      return html.slice(0, html.indexOf("<div"));
+    };
+    const js = "javascript:alert(1)";
+    expect(at('<a title="Write to <news@example.com>" href="{{ subscriber.location }}">x</a>', { location: js })).toBe(
+      '<a title="Write to <news@example.com>" href="#">x</a>',
+    );
+    expect(at('<a title="Write to <news@example.com>" href={{ subscriber.location }}>x</a>', { location: js })).toBe('<a title="Write to <news@example.com>" href=#>x</a>');
+    expect(at('<a title="<b>" class={{ subscriber.name }} href="/">x</a>', { name: "x onmouseover=alert(1)" })).toBe(
+      '<a title="<b>" class=x&#32;onmouseover&#61;alert(1) href="/">x</a>',
+    );
+    // A quote inside an unquoted value pairs with nothing: `'>'` is the next attribute's quoted value.
+    expect(at("<a title=x' y=\"'>'\" href=\"{{ subscriber.location }}\">x</a>", { location: js })).toBe("<a title=x' y=\"'>'\" href=\"#\">x</a>");
+    // Handlers stay refused whatever stands before them in the tag.
+    expect(rejection({ html: '<a title="<b>" onclick="this.title=\'{{ subscriber.name }}\'" href="/">x</a>' }).message).toContain("event-handler attribute");
+    expect(rejection({ html: '<img alt="icon <i>" src="a.png" onerror="this.title=\'{{ subscriber.name }}\'">' }).message).toContain("event-handler attribute");
+    // A comment and a style hold no tags: markup in them opens nothing.
+    expect(at('<!-- <a href=" --><p>{{ subscriber.location }}</p>', { location: js })).toBe(`<!-- <a href=" --><p>${js}</p>`);
+    expect(at('<style>/* <a href=" */</style><p title="{{ subscriber.name }}">t</p>', { name: "a b" })).toBe('<style>/* <a href=" */</style><p title="a b">t</p>');
+  });
+
+  it("refuses a value where no escaping makes it safe: a tag's name, srcdoc, SVG animation, base, link, script and meta refresh", () => {
+    const refused = (html: string, words: string) => expect(rejection({ html }).message, html).toContain(words);
+    refused("<{{ subscriber.source }}>x</{{ subscriber.source }}>", "into a tag's name");
+    refused("<s{{ subscriber.source }}>x</s>", "into a tag's name");
+    refused('<iframe srcdoc="{{ subscriber.name }}"></iframe>', "into srcdoc");
+    refused('<svg><a href="/"><animate attributeName="href" values="{{ subscriber.location }}"/>x</a></svg>', "SVG animation");
+    refused('<svg><set attributeName="href" to="{{ subscriber.location }}"/></svg>', "SVG animation");
+    refused('<meta http-equiv="refresh" content="0;url={{ subscriber.location }}">', "<meta http-equiv>");
+    refused('<base href="{{ subscriber.location }}">', "<base>");
+    refused('<link rel="stylesheet" href="{{ subscriber.location }}">', "<link>");
+    refused('<script src="{{ subscriber.location }}"></script>', "<script>");
+    // A meta without http-equiv, and the element names in text, are fine.
+    expect(() => validateCampaignContent(content({ html: '<meta name="description" content="{{ subscriber.name }}"><p>base link {{ subscriber.name }}</p>' }))).not.toThrow();
+  });
+
+  it("prints into CSS only a value that is one (a colour, a size, a font): nothing that ends the declaration or loads anything", () => {
+    const at = (template: string, name: string) => {
+      const html = render({ html: template }, { ...bob, name }).html ?? "";
+      return html.slice(0, html.indexOf("<div"));
+    };
+    expect(at('<p style="color:{{ subscriber.name }}">t</p>', "#3366FF")).toBe('<p style="color:#3366FF">t</p>');
+    expect(at('<p style="font-family:{{ subscriber.name }}">t</p>', "Helvetica Neue, Arial")).toBe('<p style="font-family:Helvetica Neue, Arial">t</p>');
+    expect(at("<p style=width:{{ subscriber.name }}>t</p>", "50 %")).toBe("<p style=width:50&#32;%>t</p>");
+    expect(at("<style>p { color: {{ subscriber.name }} }</style><p>t</p>", "red")).toBe("<style>p { color: red }</style><p>t</p>");
+    for (const attack of ["red;background:url(https://evil.example/s)", "red}*{background:red", "@import url(x.css)", "expression(alert(1))", "url(javascript:alert(1))", 'red" onclick="x', "red\\3b"]) {
+      expect(at('<p style="color:{{ subscriber.name }}">t</p>', attack), attack).toBe('<p style="color:">t</p>');
+      expect(at("<style>p { color: {{ subscriber.name }} }</style><p>t</p>", attack), attack).toBe("<style>p { color:  }</style><p>t</p>");
+    }
+    // Outside CSS, the same value is text as ever.
+    expect(at('<p title="{{ subscriber.name }}">{{ subscriber.name }}</p>', "a;b:url(c)")).toBe('<p title="a;b:url(c)">a;b:url(c)</p>');
+  });
+
   it("folds every kind of line break in the subject and preheader into a space", () => {
     const m = render({ subject: "Hi {{ subscriber.name }}", preheader: "{{ subscriber.name }}!" }, { ...bob, name: "A\u2028B\u2029C\u0085D\r\nE" });
     expect(m.subject).toBe("Hi A B C D E");

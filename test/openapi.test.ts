@@ -80,6 +80,14 @@ describe("GET /openapi.json", () => {
     expect(accepts(schema)({ ...payload, type: "subscriber.updated" })).toBe(false);
     expect(accepts(resolve(doc, doc.components.schemas.Event))(event)).toBe(true);
     expect(accepts(resolve(doc, doc.components.schemas.Event))({ ...event, type: "campaign.sent" })).toBe(false);
+    // WebhookPayload: every delivery body under one name, told apart by `type` as Event is.
+    const payloads = doc.components.schemas.WebhookPayload;
+    expect(payloads.discriminator.propertyName).toBe("type");
+    expect(Object.keys(payloads.discriminator.mapping).sort()).toEqual([...types].sort());
+    expect(payloads.discriminator.mapping["campaign.sent"]).toBe("#/components/schemas/CampaignWebhookPayload");
+    expect(accepts(resolve(doc, payloads))(payload)).toBe(true);
+    expect(accepts(resolve(doc, payloads))({ ...payload, type: "delivery.bounced" })).toBe(false);
+    expect(accepts(resolve(doc, payloads))(event)).toBe(false);
   });
 
   it("puts Idempotent-Replayed only on answers a replay can have, and the credential's token only where it always is", async () => {

@@ -118,7 +118,7 @@ export const previewCampaign = apiRoute({
   tags: ["Campaigns"],
   summary: "Preview a campaign",
   description:
-    "The exact message a subscriber would get (the send renders it with the same code): for `subscriber_id`, or for a sample subscriber. A `subscriber_id` that names no subscriber of the workspace is a 400 `resource_missing`. Changes nothing.",
+    "The exact message a subscriber would get (the send renders it with the same code): for `subscriber_id`, or for a sample subscriber. A `subscriber_id` that names no subscriber of the workspace is a 400 `resource_missing`. Changes nothing. Its `html` is the workspace's html as sent: show it in a sandboxed frame (`<iframe sandbox srcdoc>`, without `allow-scripts` or `allow-same-origin`), never inline.",
   scope: "campaigns:read",
   request: {
     params: CampaignParams,

@@ -4,8 +4,8 @@ import { outputPlace, type Place, SKIPPED, TAG_WINDOW } from "./markup-place";
 
 // The escaping each value a campaign's html prints gets for its place (markup-place.ts): text is
 // HTML-escaped, an attribute value kept inside its attribute (quoted or not), a URL whose scheme the
-// template has not fixed also given a safe scheme; a place no escaping makes safe is refused when the
-// template is saved.
+// template has not fixed also given a safe scheme, CSS kept to a value; a place no escaping makes
+// safe is refused when the template is saved.
 //
 // A value printed into a URL attribute where the template has not fixed the scheme yet
 // (`<a href="{{ subscriber.location }}">`) could make the link `javascript:…` or `data:…`: escaping
@@ -43,8 +43,20 @@ function escapeSchemeName(this: FilterThis, value: unknown): string {
   return escapeOutput.call(this, /^[a-z][a-z0-9+.-]*$/.test(name) && !SAFE_SCHEMES.has(name) ? "#" : text);
 }
 
+/**
+ * CSS a value may be (a colour, a size, a font's name): letters, digits, spaces and `# % . , + - _`.
+ * Anything else could end the declaration or the rule and start others (`red;background:url(…)`,
+ * `}*{…}`, `@import`, `expression(…)`): such a value prints nothing.
+ */
+const CSS_VALUE = /^[\p{L}\p{N}\s#%.,+_-]*$/u;
+
+function escapeCss(this: FilterThis, value: unknown): string {
+  const text = stringify(value);
+  return escapeOutput.call(this, CSS_VALUE.test(text) ? text : "");
+}
+
 type Escape = typeof escapeOutput;
-const ESCAPES = new Set<unknown>([escapeOutput, escapeUrl, escapeSchemeName]);
+const ESCAPES = new Set<unknown>([escapeOutput, escapeUrl, escapeSchemeName, escapeCss]);
 
 /**
  * An escaping for an unquoted attribute value: the same, and kept inside the value; `alone`, for a
@@ -52,7 +64,7 @@ const ESCAPES = new Set<unknown>([escapeOutput, escapeUrl, escapeSchemeName]);
  * make the next attribute this one's value).
  */
 const unquotedVariants = new Map<Escape, { inside: Escape; alone: Escape }>();
-for (const escape of [escapeOutput, escapeUrl, escapeSchemeName]) {
+for (const escape of [escapeOutput, escapeUrl, escapeSchemeName, escapeCss]) {
   const inside = function (this: FilterThis, value: unknown): string {
     return keepInAttribute(escape.call(this, value));
   };
@@ -88,8 +100,20 @@ const guardFor = (place: Place, line: () => number) => {
   if (place === "far") {
     throw new UnsafeOutputPlace(line(), `a value cannot be printed more than ${TAG_WINDOW / 1024} KB into a tag (from its <): close the tag sooner`);
   }
+  if (place === "tagName") {
+    throw new UnsafeOutputPlace(line(), "a value cannot be printed into a tag's name: it could make the tag a <script>; write the name as markup");
+  }
+  if (place === "markup") {
+    throw new UnsafeOutputPlace(line(), "a value cannot be printed into srcdoc: its value is html, which HTML escaping does not keep from running");
+  }
+  if (place === "animation") {
+    throw new UnsafeOutputPlace(line(), "a value cannot be printed into an SVG animation (<animate>, <set>, …): it can set its target's href to a script, and mail clients remove them");
+  }
+  if (place === "document") {
+    throw new UnsafeOutputPlace(line(), "a value cannot be printed into <base>, <link>, <script> or <meta http-equiv>: they rebase, load or redirect the whole message");
+  }
   if (place === null) return escapeOutput;
-  const base = place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeOutput;
+  const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeOutput;
   return place.unquoted ? unquotedOf(base, place.alone) : base;
 };
 

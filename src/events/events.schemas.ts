@@ -25,29 +25,41 @@ const typesOf = <P extends string>(prefix: P) =>
     ...Extract<EventType, `${P}${string}`>[],
   ];
 
-/** An event whose `type` is one of `types` and whose `data.object` is `resource`. */
-const eventOf = <T extends [string, ...string[]], R extends z.ZodTypeAny>(name: string, types: T, resource: R, what: string) =>
+/**
+ * The resource families events are about: the types of each, the schema of the resource its
+ * `data.object` carries, and the component names of its event and of its webhook delivery.
+ */
+export const eventFamilies = [
+  { name: "Subscriber", types: typesOf("subscriber."), resource: SubscriberSchema, what: "The subscriber" },
+  { name: "Campaign", types: typesOf("campaign."), resource: CampaignSchema, what: "The campaign" },
+  { name: "Delivery", types: typesOf("delivery."), resource: DeliverySchema, what: "The delivery" },
+  { name: "WebhookTest", types: typesOf("webhook."), resource: EndpointSchema, what: "The endpoint tested" },
+] as const;
+
+type Family = (typeof eventFamilies)[number];
+
+/** `data.object` of a family's events. */
+export const familyData = (family: Family) =>
+  z.object({ object: family.resource.openapi({ description: `${family.what} as the API shows it, as the change left it.` }) });
+
+/** An event of `family` as `GET /events` shows it. */
+const eventOf = <F extends Family>(family: F) =>
   z
     .object({
       id: z.string().openapi({ example: "evt_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }),
       object: z.literal("event"),
-      type: z.enum(types),
+      type: z.enum(family.types),
       created_at: isoDateTime,
-      data: z.object({ object: resource.openapi({ description: `${what} as the API shows it, as the change left it.` }) }),
+      data: familyData(family),
     })
-    .openapi(name);
+    .openapi(`${family.name}Event`);
 
 /**
  * One schema per resource family, told apart by `type`: a generated client narrows an event's
  * `data.object` by checking its `type`.
  */
 export const EventSchema = z
-  .discriminatedUnion("type", [
-    eventOf("SubscriberEvent", typesOf("subscriber."), SubscriberSchema, "The subscriber"),
-    eventOf("CampaignEvent", typesOf("campaign."), CampaignSchema, "The campaign"),
-    eventOf("DeliveryEvent", typesOf("delivery."), DeliverySchema, "The delivery"),
-    eventOf("WebhookTestEvent", typesOf("webhook."), EndpointSchema, "The endpoint tested"),
-  ])
+  .discriminatedUnion("type", [eventOf(eventFamilies[0]), eventOf(eventFamilies[1]), eventOf(eventFamilies[2]), eventOf(eventFamilies[3])])
   .openapi("Event");
 
 export type EventRow = typeof events.$inferSelect;

@@ -1,15 +1,28 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../lib/types";
-import { CampaignSchema } from "../campaigns/campaigns.schemas";
-import { eventTypes } from "../db/schema";
+import { eventFamilies, familyData } from "./events.schemas";
 import { isoDateTime } from "../lib/schemas";
-import { DeliverySchema } from "../operations/operations.schemas";
-import { SubscriberSchema } from "../subscribers/subscribers.schemas";
-import { EndpointSchema } from "../webhooks/endpoints.schemas";
 
-/** The resource each event type carries in `data.object`. */
-const objectOf = (type: (typeof eventTypes)[number]) =>
-  type.startsWith("subscriber.") ? SubscriberSchema : type.startsWith("campaign.") ? CampaignSchema : type.startsWith("delivery.") ? DeliverySchema : EndpointSchema;
+/** What an endpoint receives for an event of `family` (its `type` narrowed to `types`). */
+const payloadOf = <F extends (typeof eventFamilies)[number]>(family: F, types: readonly [string, ...string[]] = family.types) =>
+  z.object({
+    type: z.enum(types).openapi({ description: "The event type." }),
+    timestamp: isoDateTime.openapi({ description: "When the change happened (the event's `created_at`)." }),
+    data: familyData(family),
+  });
+
+/**
+ * Every delivery body, told apart by `type` (component `WebhookPayload`): a receiver types what it
+ * verified with one name and narrows `data.object` by checking `type`.
+ */
+const WebhookPayloadSchema = z
+  .discriminatedUnion("type", eventFamilies.map((family) => payloadOf(family).openapi(`${family.name}WebhookPayload`)) as unknown as [
+    ReturnType<typeof payloadOf>,
+    ...ReturnType<typeof payloadOf>[],
+  ])
+  .openapi("WebhookPayload", {
+    description: "The body of every webhook delivery: `{type, timestamp, data: {object}}`, the event id being the `webhook-id` header.",
+  });
 
 const DeliveryHeaders = z.object({
   "webhook-id": z.string().openapi({ description: "The event id (`evt_…`): the same on every retry, so a duplicate is recognised.", example: "evt_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }),
@@ -25,7 +38,8 @@ const DeliveryHeaders = z.object({
  * client types the bodies it verifies as it types `GET /events`.
  */
 export const describeWebhooks = (app: OpenAPIHono<AppEnv>) => {
-  for (const type of eventTypes) {
+  app.openAPIRegistry.register("WebhookPayload", WebhookPayloadSchema);
+  for (const family of eventFamilies) for (const type of family.types) {
     app.openAPIRegistry.registerWebhook({
       method: "post",
       path: type,
@@ -44,7 +58,7 @@ export const describeWebhooks = (app: OpenAPIHono<AppEnv>) => {
           required: true,
           content: {
             "application/json": {
-              schema: z.object({ type: z.literal(type), timestamp: isoDateTime, data: z.object({ object: objectOf(type) }) }),
+              schema: payloadOf(family, [type]),
             },
           },
         },
