@@ -20,7 +20,7 @@ export default defineConfig(async () => {
               miniflare: {
                 bindings: {
                   TEST_MIGRATIONS: migrations,
-                  ADMIN_TOKEN: "test-admin-token",
+                  ADMIN_TOKEN: "test-admin-token-0123456789abcdef0123",
                 },
                 // A low per-credential limit, so the 429 path is reachable in a test.
                 ratelimits: {

@@ -2,8 +2,10 @@
 interface Secrets {
   /** Operator API bearer token. When unset, the operator API answers 404. */
   ADMIN_TOKEN?: string;
-  /** HMAC key that makes pagination cursors tamper-evident. */
+  /** Optional: replaces the service's own signing key (cursors, unsubscribe links) for signing. */
   CURSOR_SECRET?: string;
+  /** Optional: the CURSOR_SECRET before a rotation; what it signed still verifies. */
+  CURSOR_SECRET_PREVIOUS?: string;
   /** Resend API key; without it the `resend` integration is not configured. */
   RESEND_API_KEY?: string;
   /** `whsec_…` secret Resend signs its webhooks with; without it POST /webhooks/resend answers 404. */

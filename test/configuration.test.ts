@@ -16,9 +16,11 @@ afterEach(() => {
 /** The app with another environment, as a deployment configured differently would run it. */
 const withEnv = (overrides: Partial<Env>) => {
   const app = createApp();
-  return async (method: string, path: string, token?: string) => {
+  return async (method: string, path: string, token?: string, body?: unknown) => {
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+    if (body !== undefined) headers["content-type"] = "application/json";
     const res = await app.fetch(
-      new Request(`https://api.example.test${path}`, { method, headers: token ? { authorization: `Bearer ${token}` } : {} }),
+      new Request(`https://api.example.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
       { ...env, ...overrides } as Env,
       createExecutionContext(),
     );
@@ -56,11 +58,9 @@ describe("the service's own signing key", () => {
     expect(foreign.status).toBe(200);
     const replayed = await t.call("GET", `${t.ws}/subscribers?limit=2&after=${foreign.body.pagination.next_cursor}`);
     expectError(replayed, 400, "invalid_cursor", "after");
-    // And the override accepts its own cursors, not the service key's.
+    // The override accepts its own cursors, and, adopted on this database, the ones its own key signed before.
     expect((await other("GET", `${t.ws}/subscribers?limit=2&after=${foreign.body.pagination.next_cursor}`, t.token)).status).toBe(200);
-    expect((await other("GET", `${t.ws}/subscribers?limit=2&after=${first.body.pagination.next_cursor}`, t.token)).body.error.code).toBe(
-      "invalid_cursor",
-    );
+    expect((await other("GET", `${t.ws}/subscribers?limit=2&after=${first.body.pagination.next_cursor}`, t.token)).status).toBe(200);
   });
 
   it("is made once on first use when a database lacks it, however many requests race for it", async () => {
@@ -85,6 +85,8 @@ describe("configuration problems", () => {
         bindings: { status: "ok", message: expect.stringContaining("DB") },
         database: { status: "ok", message: "migrated; the signing key is present" },
         links: { status: "ok", message: expect.stringContaining("only the sandbox sends") },
+        resend: { status: "ok", message: expect.stringMatching(/^not configured/) },
+        secrets: { status: "ok", message: "no secret is shorter than 32 characters" },
       },
       configuration: {
         operator_api: "enabled",
@@ -115,7 +117,6 @@ describe("configuration problems", () => {
       "https://news.localhost",
       "https://192.168.1.20",
       "https://[::ffff:127.0.0.1]",
-      "not a url",
     ]) {
       const health = await withEnv({ RESEND_API_KEY: "re_key", PUBLIC_BASE_URL: origin })("GET", "/health");
       expect(health.status).toBe(200);
@@ -124,6 +125,69 @@ describe("configuration problems", () => {
     }
     const deployed = await withEnv({ RESEND_API_KEY: "re_key", PUBLIC_BASE_URL: "https://news.example.com" })("GET", "/health");
     expect(deployed.body.checks.links).toEqual({ status: "ok", message: "links in mail point at https://news.example.com" });
+  });
+
+  it("a PUBLIC_BASE_URL that is no origin (a path, query or fragment, not a URL): /health fails it, and no message is composed or send accepted with broken links", async () => {
+    const t = await tenant();
+    const newsletter = (await call("POST", `${t.ws}/newsletters`, { token: t.token, body: { name: "N", from_email: "n@example.com" } })).body.data;
+    const campaign = (await call("POST", `${t.ws}/campaigns`, { token: t.token, body: { newsletter_id: newsletter.id, subject: "S", html: "<p>x</p>" } })).body.data;
+    for (const value of ["https://news.example.com/app", "https://news.example.com/?x=1", "https://news.example.com/#frag", "news.example.com", "https://u:p@news.example.com", "ftp://news.example.com"]) {
+      const configured = withEnv({ PUBLIC_BASE_URL: value });
+      const health = await configured("GET", "/health");
+      expect(health.status, value).toBe(503);
+      expect(health.body.checks.links).toEqual({ status: "failed", message: expect.stringContaining(`PUBLIC_BASE_URL (${value})`) });
+      const preview = await configured("POST", `${t.ws}/campaigns/${campaign.id}/preview`, t.token);
+      expect(preview.status, value).toBe(503);
+      expect(preview.body.error).toMatchObject({ code: "configuration_error", message: expect.stringContaining("PUBLIC_BASE_URL") });
+      const send = await configured("POST", `${t.ws}/campaigns/${campaign.id}/send`, t.token, {});
+      expect(send.status, value).toBe(503);
+      expect(send.body.error.code).toBe("configuration_error");
+    }
+    expect((await call("GET", `${t.ws}/campaigns/${campaign.id}`, { token: t.token })).body.data.status).toBe("draft");
+    // An origin with a trailing slash is the origin.
+    const slash = withEnv({ RESEND_API_KEY: "re_key", RESEND_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", PUBLIC_BASE_URL: "https://news.example.com/" });
+    expect((await slash("GET", "/health")).body.checks.links).toEqual({ status: "ok", message: "links in mail point at https://news.example.com" });
+    const preview = await slash("POST", `${t.ws}/campaigns/${campaign.id}/preview`, t.token);
+    expect(preview.body.data.headers["List-Unsubscribe"]).toMatch(/^<https:\/\/news\.example\.com\/u\/[A-Za-z0-9_-]+>$/);
+  });
+
+  it("/health says what is wrong with Resend's configuration: base URL, feedback secret, rate; a bad base URL refuses sends before they are accepted", async () => {
+    const resend = (over: Partial<Env>) => withEnv({ RESEND_API_KEY: "re_key", PUBLIC_BASE_URL: "https://news.example.com", RESEND_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", ...over });
+    const good = await resend({})("GET", "/health");
+    expect(good.body.checks.resend).toEqual({ status: "ok", message: "configured: at most 2 requests a second, feedback verified" });
+    const noSecret = await resend({ RESEND_WEBHOOK_SECRET: undefined })("GET", "/health");
+    expect(noSecret.status).toBe(200);
+    expect(noSecret.body.checks.resend).toEqual({ status: "warning", message: expect.stringMatching(/^RESEND_WEBHOOK_SECRET is unset: bounces and complaints are never received/) });
+    const badSecret = await resend({ RESEND_WEBHOOK_SECRET: "not-a-secret" })("GET", "/health");
+    expect(badSecret.status).toBe(503);
+    expect(badSecret.body.checks.resend).toEqual({ status: "failed", message: expect.stringMatching(/^RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret/) });
+    for (const rps of ["0", "-1", "abc"]) {
+      const health = await resend({ RESEND_MAX_RPS: rps })("GET", "/health");
+      expect(health.body.checks.resend, rps).toEqual({ status: "warning", message: `RESEND_MAX_RPS (${rps}) is not a positive number of requests a second: sending at Resend's default, 2` });
+    }
+    const badUrl = resend({ RESEND_BASE_URL: "not a url" });
+    const health = await badUrl("GET", "/health");
+    expect(health.status).toBe(503);
+    expect(health.body.checks.resend).toEqual({ status: "failed", message: expect.stringMatching(/^RESEND_BASE_URL \(not a url\) is not an http\(s\) URL/) });
+    const t = await tenant("Live", "live");
+    const newsletter = (await call("POST", `${t.ws}/newsletters`, { token: t.token, body: { name: "N", from_email: "n@example.com" } })).body.data;
+    const campaign = (await call("POST", `${t.ws}/campaigns`, { token: t.token, body: { newsletter_id: newsletter.id, subject: "S" } })).body.data;
+    const send = await badUrl("POST", `${t.ws}/campaigns/${campaign.id}/send`, t.token, {});
+    expect(send.status).toBe(503);
+    expect(send.body.error).toMatchObject({ code: "configuration_error", message: expect.stringContaining("RESEND_BASE_URL") });
+    const test = await badUrl("POST", `${t.ws}/campaigns/${campaign.id}/test`, t.token, { emails: ["a@example.com"] });
+    expect(test.status).toBe(503);
+    expect(test.body.error.code).toBe("configuration_error");
+  });
+
+  it("a database behind the code (a column missing): /health fails, naming it, with the commands to migrate", async () => {
+    await env.DB.exec("ALTER TABLE webhook_endpoints DROP COLUMN description");
+    const health = await call("GET", "/health");
+    expect(health.status).toBe(503);
+    expect(health.body.checks.database).toEqual({
+      status: "failed",
+      message: expect.stringMatching(/^the database is behind the code \(no such column: description\): apply the migrations .*--remote.*--local/),
+    });
   });
 
   it("a missing binding: every API request answers 503 configuration_error naming it, and /health says so", async () => {
@@ -162,11 +226,29 @@ describe("configuration problems", () => {
     await expect(signer.sign("cursor", "x")).rejects.toMatchObject({ code: "configuration_error" });
   });
 
-  it("CURSOR_SECRET, when set, replaces the service's key (and /health says which is in use)", async () => {
-    const health = await withEnv({ CURSOR_SECRET: "shared-between-databases" })("GET", "/health");
+  it("CURSOR_SECRET, when set, replaces the service's key for signing (and /health says which is in use); what the earlier key signed still verifies", async () => {
+    const shared = "shared-between-databases-0123456789abcdef";
+    const health = await withEnv({ CURSOR_SECRET: shared })("GET", "/health");
     expect(health.body.configuration.signing_key).toBe("CURSOR_SECRET");
-    const a = await signerFor({ DB: freshBinding(), CURSOR_SECRET: "shared-between-databases" }).sign("p", "m");
-    const b = await signerFor({ DB: freshBinding() }).sign("p", "m");
+    expect(health.body.checks.secrets.status).toBe("ok");
+    const db = freshBinding();
+    const a = await signerFor({ DB: db, CURSOR_SECRET: shared }).sign("p", "m");
+    const b = await signerFor({ DB: db }).sign("p", "m");
     expect(a).not.toBe(b);
+    // Adopting the override keeps links signed by the service's key (one in an old newsletter, say).
+    expect(await signerFor({ DB: db, CURSOR_SECRET: shared }).verify("p", "m", b)).toBe(true);
+    // Rotating it: the previous one still verifies, once named; a key never configured does not.
+    const rotated = { DB: db, CURSOR_SECRET: "rotated-0123456789abcdef0123456789" };
+    expect(await signerFor(rotated).verify("p", "m", a)).toBe(false);
+    expect(await signerFor({ ...rotated, CURSOR_SECRET_PREVIOUS: shared }).verify("p", "m", a)).toBe(true);
+    expect(await signerFor({ ...rotated, CURSOR_SECRET_PREVIOUS: shared }).verify("q", "m", a)).toBe(false);
+    // The service's key alone does not take the override's signatures.
+    expect(await signerFor({ DB: db }).verify("p", "m", a)).toBe(false);
+  });
+
+  it("/health warns about secrets short enough to guess", async () => {
+    const health = await withEnv({ CURSOR_SECRET: "x", ADMIN_TOKEN: "abc" })("GET", "/health");
+    expect(health.status).toBe(200);
+    expect(health.body.checks.secrets).toEqual({ status: "warning", message: expect.stringMatching(/^CURSOR_SECRET, ADMIN_TOKEN are shorter than 32 characters/) });
   });
 });

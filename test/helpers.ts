@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 
-export const ADMIN_TOKEN = "test-admin-token";
+export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123";
 const BASE = "https://api.example.test";
 
 export type ApiResponse<T = any> = { status: number; headers: Headers; body: T; text: string; url?: string };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, createWorkspace, expectError, seedSubscribers, tenant } from "./helpers";
+import { ADMIN_TOKEN, call, createWorkspace, expectError, seedSubscribers, tenant } from "./helpers";
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -329,7 +329,7 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
     // A cursor from another workspace's list, even one the same credential can read, is not valid here.
     const other = await createWorkspace("Other");
     const both = await call("POST", "/admin/credentials", {
-      token: "test-admin-token",
+      token: ADMIN_TOKEN,
       body: { mode: "test", workspace_ids: [t.workspace.id, other.id] },
     });
     const res = await call("GET", `/v1/workspaces/${other.id}/subscribers?after=${encodeURIComponent(cursor)}`, {

@@ -1,3 +1,4 @@
+import { publicBaseUrl } from "../sending/compose";
 import { commit } from "../db/commit";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
@@ -133,6 +134,8 @@ export const campaignsRouter = createRouter()
   .openapi(sendCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
     const body = c.req.valid("json") ?? {};
+    // Every message carries links to PUBLIC_BASE_URL: a send they would not work in is refused (503), not accepted.
+    publicBaseUrl(c.env);
     const operation = await startCampaignSend(c, {
       workspaceId: workspace_id,
       campaignId: campaign_id,

@@ -32,17 +32,17 @@ export const missingBindings = (env: Env): BindingName[] =>
 
 export const bindingPurpose = (name: BindingName) => requirements[name].for;
 
+/** How to bring a database up to the code, deployed or local. */
+export const MIGRATE_HINT =
+  "apply the migrations (`wrangler d1 migrations apply DB --remote` for the deployed database; `npm run dev` applies them to the local one, or `wrangler d1 migrations apply DB --local`)";
+
 export const ConfigurationError = {
   bindings: (names: BindingName[]) =>
     new ApiError(
       "configuration_error",
       `This deployment is missing ${names.map((n) => `the ${n} binding (${bindingPurpose(n)})`).join(", ")}; declare it in wrangler.toml and deploy again`,
     ),
-  unmigrated: () =>
-    new ApiError(
-      "configuration_error",
-      "The database has not been migrated: apply the migrations (wrangler d1 migrations apply DB --remote) and retry",
-    ),
+  unmigrated: () => new ApiError("configuration_error", `The database has not been migrated: ${MIGRATE_HINT}, and retry`),
 };
 
 const UNMIGRATED = /no such (table|column)/i;

@@ -5,8 +5,13 @@ import { ApiError } from "../errors/api-error";
 import { errorResponse, requestIdHeader } from "../errors/openapi";
 import { publicLimitWait } from "../middleware/client-ip";
 import type { AppEnv } from "../lib/types";
-import { publicBaseUrl } from "../sending/compose";
-import { resolveIntegration } from "../sending/integrations";
+import { getTableConfig, SQLiteTable } from "drizzle-orm/sqlite-core";
+import { is } from "drizzle-orm";
+import * as schema from "../db/schema";
+import { MIGRATE_HINT } from "../errors/configuration";
+import { publicOrigin } from "../sending/compose";
+import { resendConfigFindings } from "../sending/integrations/resend-config";
+import { maxRps } from "../sending/pacer";
 import { nonPublicUrlProblem } from "../webhooks/url-rules";
 
 // /health says whether this deployment can serve the API, and if not, what to fix: the bindings it
@@ -26,10 +31,17 @@ const HealthSchema = z
     status: z.enum(["ok", "unavailable"]).openapi({ description: "`unavailable` when any check failed (HTTP 503)." }),
     checks: z.object({
       bindings: Check,
-      database: Check,
+      database: Check.openapi({ description: "A migrated database: every table and column the code uses is there (a deploy without its migrations fails it)." }),
       links: Check.openapi({
         description:
-          "The origin of the links put in mail (PUBLIC_BASE_URL): a `warning` while a real integration is configured and it is not a public https origin (mailbox providers offer one-click unsubscribe only for https, and recipients could not reach a local one).",
+          "The origin of the links put in mail (PUBLIC_BASE_URL): `failed` when it is not an http(s) origin (a path, query or fragment; previews, test sends and sends then answer 503); a `warning` while a real integration is configured and it is not a public https origin (mailbox providers offer one-click unsubscribe only for https, and recipients could not reach a local one).",
+      }),
+      secrets: Check.openapi({
+        description: "A `warning` for a CURSOR_SECRET, CURSOR_SECRET_PREVIOUS or ADMIN_TOKEN shorter than 32 characters (guessable).",
+      }),
+      resend: Check.openapi({
+        description:
+          "The Resend integration's configuration: `failed` for a RESEND_BASE_URL that is not an http(s) URL or a malformed RESEND_WEBHOOK_SECRET; a `warning` for an unset RESEND_WEBHOOK_SECRET (no bounce or complaint is ever received) or a RESEND_MAX_RPS that is not a positive number.",
       }),
     }),
     configuration: z.object({
@@ -69,49 +81,84 @@ export const healthRoute = createRoute({
 });
 
 type Health = z.infer<typeof HealthSchema>;
+type Check = Health["checks"]["database"];
 
-const databaseCheck = async (c: Context<AppEnv>): Promise<Health["checks"]["database"]> => {
+/**
+ * One statement per table the code uses, reading every column it knows of (no rows): a database
+ * behind the code (a deploy without its migrations) fails on the first table or column it lacks.
+ */
+const schemaProbe = (d1: D1Database) =>
+  (Object.values(schema) as unknown[])
+    .filter((table): table is SQLiteTable => is(table, SQLiteTable))
+    .map((table) => {
+      const config = getTableConfig(table);
+      // Columns named by their keys take the database's snake_case (src/db/client.ts). Backquoted:
+      // SQLite reads a double-quoted name it does not know as a string, which would hide it.
+      const names = config.columns.map((column) => (column.keyAsName ? column.name.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`) : column.name));
+      return d1.prepare(`SELECT ${names.map((name) => `\`${name}\``).join(", ")} FROM \`${config.name}\` LIMIT 0`);
+    });
+
+const databaseCheck = async (c: Context<AppEnv>): Promise<Check> => {
+  const d1 = c.var.db.$client;
   try {
-    const row = await c.var.db.$client
-      .prepare("SELECT count(*) AS n FROM service_keys WHERE name = 'signing'")
-      .first<{ n: number }>();
+    // One round trip: the signing key's row, then the probe.
+    const [keys] = await d1.batch<{ n: number }>([d1.prepare("SELECT count(*) AS n FROM service_keys WHERE name = 'signing'"), ...schemaProbe(d1)]);
+    const signing = keys?.results[0]?.n;
     return {
       status: "ok",
-      message: row?.n ? "migrated; the signing key is present" : "migrated; the signing key will be created on first use",
+      message: signing ? "migrated; the signing key is present" : "migrated; the signing key will be created on first use",
     };
   } catch (err) {
     const text = err instanceof Error ? `${err.message} ${String(err.cause ?? "")}` : String(err);
+    const missing = /no such (?:table|column): [\w.]+/i.exec(text)?.[0];
     return {
       status: "failed",
-      message: /no such table/i.test(text)
-        ? "the database has not been migrated: run `wrangler d1 migrations apply DB --remote`"
+      message: missing
+        ? `the database is behind the code (${missing}): ${MIGRATE_HINT}`
         : "the database could not be queried",
     };
   }
 };
 
-/** Whether mail can carry links to PUBLIC_BASE_URL: a public https origin, once real mail is sent. */
-const linksCheck = (c: Context<AppEnv>): Health["checks"]["links"] => {
-  const origin = publicBaseUrl(c.env);
-  let url: URL | undefined;
-  try {
-    url = new URL(origin);
-  } catch {
-    url = undefined;
-  }
+/** Whether mail can carry links to PUBLIC_BASE_URL: an origin, and a public https one once real mail is sent. */
+const linksCheck = (c: Context<AppEnv>): Check => {
+  const found = publicOrigin(c.env);
+  if ("problem" in found) return { status: "failed", message: `${found.problem}; until then previews, test sends and sends answer 503 configuration_error` };
+  const { origin } = found;
   // Public: https, and not a name or address a webhook endpoint could not have in live mode either.
-  const problem = !url
-    ? `${origin} is not a URL`
-    : url.protocol !== "https:" || nonPublicUrlProblem(origin)
-      ? `${origin} is not a public https origin`
-      : undefined;
+  const problem = !origin.startsWith("https:") || nonPublicUrlProblem(origin) ? `${origin} is not a public https origin` : undefined;
   if (!problem) return { status: "ok", message: `links in mail point at ${origin}` };
-  if (!resolveIntegration("resend", c.env)) {
+  if (!c.env.RESEND_API_KEY) {
     return { status: "ok", message: `links in mail point at ${origin} (only the sandbox sends: set PUBLIC_BASE_URL to the deployed https origin before sending real mail)` };
   }
   return {
     status: "warning",
     message: `PUBLIC_BASE_URL: ${problem}, yet real mail is sent: recipients cannot reach its unsubscribe links and mailbox providers offer one-click unsubscribe only for https; set it to the deployed https origin`,
+  };
+};
+
+/** Secrets short enough to guess: CURSOR_SECRET signs unsubscribe links, ADMIN_TOKEN opens the operator API (no rate limit). */
+const SECRET_MIN_LENGTH = 32;
+const secretsCheck = (env: Env): Check => {
+  const short = (["CURSOR_SECRET", "CURSOR_SECRET_PREVIOUS", "ADMIN_TOKEN"] as const).filter((name) => {
+    const value = env[name];
+    return value !== undefined && value !== "" && value.length < SECRET_MIN_LENGTH;
+  });
+  if (short.length === 0) return { status: "ok", message: "no secret is shorter than 32 characters" };
+  return {
+    status: "warning",
+    message: `${short.join(", ")} ${short.length === 1 ? "is" : "are"} shorter than ${SECRET_MIN_LENGTH} characters and can be guessed (a cursor, which anyone holding one can test keys against, is signed with CURSOR_SECRET); set ${short.length === 1 ? "it" : "each"} to 32 random bytes, e.g. \`openssl rand -hex 32\``,
+  };
+};
+
+/** The Resend integration's configuration, when it is configured: the worst of its findings, each said. */
+const resendCheck = (env: Env): Check => {
+  if (!env.RESEND_API_KEY) return { status: "ok", message: "not configured (RESEND_API_KEY is unset): live sends need an integration" };
+  const findings = resendConfigFindings(env);
+  if (findings.length === 0) return { status: "ok", message: `configured: at most ${maxRps(env)} requests a second, feedback verified` };
+  return {
+    status: findings.some((f) => f.status === "failed") ? "failed" : "warning",
+    message: findings.map((f) => f.message).join("; "),
   };
 };
 
@@ -128,19 +175,18 @@ export const healthHandler = async (c: Context<AppEnv>) => {
     missing.length === 0
       ? { status: "ok", message: `present: ${neededBindings(c.env).join(", ")}` }
       : { status: "failed", message: `missing: ${missing.map((m) => `${m} (${bindingPurpose(m)})`).join(", ")}; declare them in wrangler.toml` };
-  const database: Health["checks"]["database"] = missing.includes("DB")
-    ? { status: "failed", message: "no DB binding" }
-    : await databaseCheck(c);
-  const ok = bindings.status === "ok" && database.status === "ok";
+  const database: Check = missing.includes("DB") ? { status: "failed", message: "no DB binding" } : await databaseCheck(c);
+  const checks = { bindings, database, links: linksCheck(c), resend: resendCheck(c.env), secrets: secretsCheck(c.env) };
+  const ok = Object.values(checks).every((check) => check.status !== "failed");
   const body: Health = {
     status: ok ? "ok" : "unavailable",
-    checks: { bindings, database, links: linksCheck(c) },
+    checks,
     configuration: {
       operator_api: c.env.ADMIN_TOKEN ? "enabled" : "disabled",
       signing_key: c.env.CURSOR_SECRET ? "CURSOR_SECRET" : "service",
       integrations: {
         sandbox: "configured",
-        resend: resolveIntegration("resend", c.env) ? "configured" : "not_configured",
+        resend: c.env.RESEND_API_KEY ? "configured" : "not_configured",
       },
     },
   };

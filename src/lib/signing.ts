@@ -3,7 +3,8 @@ import { base64UrlDecode, base64UrlEncode } from "./crypto";
 
 // One signing key for everything the service signs (pagination cursors, links it mails), kept in D1
 // (`service_keys`, made by migrations/0003) so that no deployment needs a secret for it. CURSOR_SECRET,
-// when set, replaces it: set it to keep links and cursors valid across databases. Each use signs
+// when set, replaces it for signing: set it to keep links and cursors valid across databases; what
+// the service's own key (or CURSOR_SECRET_PREVIOUS) signed before still verifies. Each use signs
 // under its own purpose, so a signature made for one can never pass as another.
 
 const encoder = new TextEncoder();
@@ -51,6 +52,8 @@ const loadSecret = async (d1: D1Database): Promise<string> => {
   }
 };
 
+type KeyEnv = Pick<Env, "DB" | "CURSOR_SECRET" | "CURSOR_SECRET_PREVIOUS">;
+
 const keyFor = (env: Pick<Env, "DB" | "CURSOR_SECRET">): Promise<CryptoKey> => {
   const override = env.CURSOR_SECRET;
   const cache = override ? keysBySecret : undefined;
@@ -68,17 +71,37 @@ const keyFor = (env: Pick<Env, "DB" | "CURSOR_SECRET">): Promise<CryptoKey> => {
 const mac = async (key: CryptoKey, purpose: string, message: string) =>
   new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(`${purpose}\n${message}`)), 0, MAC_BYTES);
 
+const matches = async (key: CryptoKey, purpose: string, message: string, given: Uint8Array) => {
+  const expected = await mac(key, purpose, message);
+  let diff = 0;
+  for (let i = 0; i < MAC_BYTES; i++) diff |= (given[i] ?? 0) ^ (expected[i] ?? 0);
+  return diff === 0;
+};
+
+/**
+ * The keys a signature may have been made with, newest first: the one that signs now, then, with
+ * CURSOR_SECRET set, CURSOR_SECRET_PREVIOUS (a rotation) and the service's own key (adopting the
+ * override), so that no link already mailed stops working when the key that signs changes.
+ */
+const verifyingKeys = (env: KeyEnv): (() => Promise<CryptoKey>)[] => {
+  if (!env.CURSOR_SECRET) return [() => keyFor(env)];
+  const previous = env.CURSOR_SECRET_PREVIOUS;
+  return [
+    () => keyFor(env),
+    ...(previous ? [() => keyFor({ DB: env.DB, CURSOR_SECRET: previous })] : []),
+    () => keyFor({ DB: env.DB, CURSOR_SECRET: undefined }),
+  ];
+};
+
 /** The service's signer. The key is read (once per isolate) only when something is signed or checked. */
-export const signerFor = (env: Pick<Env, "DB" | "CURSOR_SECRET">): Signer => ({
+export const signerFor = (env: KeyEnv): Signer => ({
   async sign(purpose, message) {
     return base64UrlEncode(await mac(await keyFor(env), purpose, message));
   },
   async verify(purpose, message, signature) {
     const given = base64UrlDecode(signature);
     if (!given || given.length !== MAC_BYTES) return false;
-    const expected = await mac(await keyFor(env), purpose, message);
-    let diff = 0;
-    for (let i = 0; i < MAC_BYTES; i++) diff |= (given[i] ?? 0) ^ (expected[i] ?? 0);
-    return diff === 0;
+    for (const key of verifyingKeys(env)) if (await matches(await key(), purpose, message, given)) return true;
+    return false;
   },
 });

@@ -26,7 +26,7 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     if (!missing.includes("DB")) {
       const d1 = countedD1(c.env.DB);
       c.set("db", dbFor(d1));
-      c.set("signer", signerFor({ DB: d1, CURSOR_SECRET: c.env.CURSOR_SECRET }));
+      c.set("signer", signerFor({ DB: d1, CURSOR_SECRET: c.env.CURSOR_SECRET, CURSOR_SECRET_PREVIOUS: c.env.CURSOR_SECRET_PREVIOUS }));
       c.set("cursors", cursorCodec(c.var.signer));
     }
     if (!missing.includes("IDEMPOTENCY_KV")) c.set("kv", countedKv(c.env.IDEMPOTENCY_KV));

@@ -8,9 +8,8 @@ import {
   stopAttempt,
 } from "./attempts.repository";
 import { logError } from "../lib/log";
-import { publicBaseUrl } from "../sending/compose";
 import { postEvent } from "./delivery";
-import { isDevelopmentOrigin, nonPublicUrlProblem } from "./url-rules";
+import { isDevelopmentDeployment, nonPublicUrlProblem } from "./url-rules";
 import { WEBHOOK_DEAD_LETTER_QUEUE, WebhookMessage } from "./messages";
 
 
@@ -77,7 +76,7 @@ export const deliverTry = async (env: Env, attemptId: string, tryNumber: number)
   }
   // On a deployed service, an endpoint at a local or private address (registered under an earlier
   // rule, or while the service ran as local development) is never called.
-  const problem = isDevelopmentOrigin(publicBaseUrl(env)) ? undefined : nonPublicUrlProblem(context.endpoint.url);
+  const problem = isDevelopmentDeployment(env) ? undefined : nonPublicUrlProblem(context.endpoint.url);
   if (problem) {
     await stopAttempt(env.DB, attemptId, `The endpoint's URL ${problem} on a deployed service; nothing is delivered to it`, Date.now());
     return;

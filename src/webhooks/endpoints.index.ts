@@ -36,8 +36,7 @@ import {
   serializeEndpoint,
   serializeEndpointWithSecret,
 } from "./endpoints.schemas";
-import { isDevelopmentOrigin, isLoopbackUrl, nonPublicUrlProblem } from "./url-rules";
-import { publicBaseUrl } from "../sending/compose";
+import { isDevelopmentDeployment, isLoopbackUrl, nonPublicUrlProblem } from "./url-rules";
 
 /**
  * The rule that depends on who asks and where. On a deployed service, endpoints point at public
@@ -48,7 +47,7 @@ import { publicBaseUrl } from "../sending/compose";
 const checkPublicUrl = (c: Context<AppEnv>, url: string | undefined) => {
   if (url === undefined) return;
   const live = c.var.principal.mode === "live";
-  const development = isDevelopmentOrigin(publicBaseUrl(c.env));
+  const development = isDevelopmentDeployment(c.env);
   if (development && (!live || isLoopbackUrl(url))) return;
   const problem = nonPublicUrlProblem(url);
   if (!problem) return;

@@ -1,3 +1,4 @@
+import { publicOrigin } from "../sending/compose";
 // Where webhook endpoints may point. The static rules (https, or http to localhost in development; no
 // user info) are the schema's pattern (webhookUrlPattern in src/lib/text-patterns.ts). Workers cannot
 // resolve DNS, so the live-mode rule is a check of literal addresses: a public name that resolves to a
@@ -48,13 +49,11 @@ export const isLoopbackUrl = (value: string): boolean => {
  * A local development deployment: its PUBLIC_BASE_URL (the origin it is reached at) is itself local
  * or private, as under `wrangler dev`. Only there may endpoints point at local addresses (a live
  * credential's at this machine only); a deployed service delivers every workspace's events to them.
+ * A PUBLIC_BASE_URL that is no origin counts as deployed (the stricter rule).
  */
-export const isDevelopmentOrigin = (origin: string): boolean => {
-  try {
-    return nonPublicUrlProblem(origin) !== undefined;
-  } catch {
-    return false;
-  }
+export const isDevelopmentDeployment = (env: Pick<Env, "PUBLIC_BASE_URL">): boolean => {
+  const found = publicOrigin(env);
+  return "origin" in found && nonPublicUrlProblem(found.origin) !== undefined;
 };
 
 // The URL parser has already normalised IPv4 literals (0x7f.1, 2130706433 → 127.0.0.1).

@@ -1,3 +1,4 @@
+import { requireResendBaseUrl } from "./resend-config";
 import { maxRps, type Pacer, pacerFor } from "../pacer";
 import { askIn, awaitSlot, hedgeAfterMs, type Reply, type ResendConfig, sleep } from "./resend-requests";
 import { type BatchAnswer, type Integration, noOutcome, type OutboundEmail, type SendOptions } from "./types";
@@ -112,7 +113,7 @@ export const resendIntegration = (
 ): Integration => {
   const config: ResendConfig = {
     apiKey,
-    baseUrl: (env.RESEND_BASE_URL || "https://api.resend.com").replace(/\/+$/, ""),
+    baseUrl: requireResendBaseUrl(env),
     rps: maxRps(env),
     pacer,
   };

@@ -1,0 +1,59 @@
+import { Webhook } from "standardwebhooks";
+import { ApiError } from "../../errors/api-error";
+
+// What the Resend integration's configuration says about itself: /health reports it, and a base URL
+// no request could be made to stops a send before it is accepted rather than after.
+
+export type ConfigFinding = { status: "ok" | "warning" | "failed"; message: string };
+
+/** RESEND_BASE_URL as requests are made to it, or what is wrong with it. */
+export const resendBaseUrl = (env: Pick<Env, "RESEND_BASE_URL">): { url: string } | { problem: string } => {
+  const value = env.RESEND_BASE_URL || "https://api.resend.com";
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== "https:" && url.protocol !== "http:") || url.search || url.hash) {
+    return { problem: `RESEND_BASE_URL (${value}) is not an http(s) URL to Resend's API: leave it unset for https://api.resend.com` };
+  }
+  return { url: value.replace(/\/+$/, "") };
+};
+
+/** The base URL, or a 503 `configuration_error` saying what to fix (nothing is sent with a bad one). */
+export const requireResendBaseUrl = (env: Pick<Env, "RESEND_BASE_URL">): string => {
+  const found = resendBaseUrl(env);
+  if ("problem" in found) throw new ApiError("configuration_error", `${found.problem}; no message can be sent through Resend until it is fixed`);
+  return found.url;
+};
+
+/** Whether RESEND_WEBHOOK_SECRET is a signing secret the verifier takes. */
+export const webhookSecretValid = (secret: string): boolean => {
+  try {
+    new Webhook(secret);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Each problem of a configured Resend integration: the base URL, the rate, the feedback secret. */
+export const resendConfigFindings = (env: Pick<Env, "RESEND_BASE_URL" | "RESEND_MAX_RPS" | "RESEND_WEBHOOK_SECRET">): ConfigFinding[] => {
+  const findings: ConfigFinding[] = [];
+  const base = resendBaseUrl(env);
+  if ("problem" in base) findings.push({ status: "failed", message: base.problem });
+  const rps = Number(env.RESEND_MAX_RPS);
+  if (env.RESEND_MAX_RPS !== undefined && env.RESEND_MAX_RPS !== "" && !(Number.isFinite(rps) && rps > 0)) {
+    findings.push({ status: "warning", message: `RESEND_MAX_RPS (${env.RESEND_MAX_RPS}) is not a positive number of requests a second: sending at Resend's default, 2` });
+  }
+  if (!env.RESEND_WEBHOOK_SECRET) {
+    findings.push({
+      status: "warning",
+      message: "RESEND_WEBHOOK_SECRET is unset: bounces and complaints are never received, so bounced and complaining addresses keep being mailed; add the webhook in Resend (POST /webhooks/resend) and set its secret",
+    });
+  } else if (!webhookSecretValid(env.RESEND_WEBHOOK_SECRET)) {
+    findings.push({ status: "failed", message: "RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret: every feedback call from Resend is refused; set it to the one Resend shows" });
+  }
+  return findings;
+};
