@@ -219,7 +219,16 @@ describe("POST /u/{token}/resubscribe", () => {
     expect((await subscriberOf(t, r.subscriberId)).status).toBe("active");
     const again = await page("POST", `/u/${r.token}/resubscribe`);
     expect(again.status).toBe(200);
+    // Nothing changed this time: the page says subscribed, not "again".
+    expect(again.text).toContain("You’re subscribed</h1>");
+    expect(again.text).not.toContain("subscribed again");
     expect((await subscriberOf(t, r.subscriberId)).status).toBe("active");
+    // Someone who never left is told the same, and nothing changes.
+    const stayed = await recipient(t, { email: "stayed@example.com" });
+    const never = await page("POST", `/u/${stayed.token}/resubscribe`);
+    expect(never.status).toBe(200);
+    expect(never.text).not.toContain("subscribed again");
+    expect((await subscriberOf(t, stayed.subscriberId)).status).toBe("active");
     // The link works again after that: unsubscribe, resubscribe, unsubscribe.
     await oneClick(r.token);
     expect((await subscriberOf(t, r.subscriberId)).status).toBe("unsubscribed");

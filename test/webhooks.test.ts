@@ -163,6 +163,11 @@ describe("webhook endpoints", () => {
       "https://203.0.113.9/hook",
       "https://[3fff::1]/hook",
       "https://[2001:db8::1]/hook",
+      // Teredo (its client address, inverted, is 127.0.0.1), benchmarking, ORCHID; the 6to4 relay.
+      "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook",
+      "https://[2001:2::1]/hook",
+      "https://[2001:10::1]/hook",
+      "https://192.88.99.1/hook",
     ]) {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
       expect(res.status, `${url}: ${res.text}`).toBe(400);

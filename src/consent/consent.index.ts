@@ -142,8 +142,8 @@ export const consentRouter = new Hono<AppEnv>()
     if (target instanceof Response) return target;
     const { changed, state } = await resubscribeThroughLink(requestOutbox(c), target, Date.now());
     if (!state) return respond(invalidLinkPage());
-    // A repeated resubscribe of an active subscriber answers as the first did.
-    if (changed || state.status === "active") return respond(resubscribedPage(subjectOf(c, state)));
+    // An active subscriber (a repeated resubscribe, or one who never left) is told so; nothing changes.
+    if (changed || state.status === "active") return respond(resubscribedPage(subjectOf(c, state), changed));
     return respond(cannotResubscribePage(subjectOf(c, state)));
   })
   .all("/u/:token", () => notAllowed("GET, POST"))

@@ -121,12 +121,17 @@ ${
 <p class="note">It can take a moment for messages already on their way to stop.</p>`,
   );
 
-export const resubscribedPage = ({ newsletterName, email }: Subject): Page =>
+/** After a resubscribe: `again` when this request brought the address back, else it was subscribed already (nothing changed). */
+export const resubscribedPage = ({ newsletterName, email }: Subject, again: boolean): Page =>
   layout(
     200,
     `Subscribed to ${newsletterName}`,
-    `${heading(newsletterName, "You’re subscribed again", "✓")}
+    again
+      ? `${heading(newsletterName, "You’re subscribed again", "✓")}
 <p class="done">${maskedAddress(email)} will receive ${escapeHtml(newsletterName)} again, and the sender’s other newsletters.</p>
+<p class="note">Every message keeps an unsubscribe link at the bottom.</p>`
+      : `${heading(newsletterName, "You’re subscribed", "✓")}
+<p class="done">${maskedAddress(email)} is subscribed to ${escapeHtml(newsletterName)}; nothing needed to change.</p>
 <p class="note">Every message keeps an unsubscribe link at the bottom.</p>`,
   );
 

@@ -76,6 +76,7 @@ const isNonPublicIpv4 = ([a = 0, b = 0, c = 0]: number[]) =>
   (a === 198 && b === 51 && c === 100) || // documentation (TEST-NET-2)
   (a === 203 && b === 0 && c === 113) || // documentation (TEST-NET-3)
   (a === 198 && (b === 18 || b === 19)) || // benchmarking
+  (a === 192 && b === 88 && c === 99) || // 6to4 relay anycast (deprecated)
   a >= 224; // multicast, reserved, broadcast
 
 /** Eight 16-bit groups, or undefined. */
@@ -120,6 +121,7 @@ const isNonPublicIpv6 = (g: number[]) => {
   if (g0 === 0x2002) return isNonPublicIpv4(bytesOf(g1, g2)); // 6to4 2002:a.b.c.d::/48
   return (
     (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) || // discard-only 100::/64
+    (g0 === 0x2001 && g1 < 0x200) || // IETF protocol assignments 2001::/23: Teredo (an IPv4 inside), benchmarking, ORCHID, …
     (g0 === 0x2001 && g1 === 0xdb8) || // documentation 2001:db8::/32
     (g0 === 0x3fff && g1 < 0x1000) || // documentation 3fff::/20
     (g0 & 0xfe00) === 0xfc00 || // unique local fc00::/7
