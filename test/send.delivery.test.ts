@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
+import { MAX_BATCH_CHARACTERS, MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
@@ -74,6 +74,27 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
       integration_slug: "resend",
       progress: { total: 3, delivered: 3, failed: 0 },
     });
+  });
+
+  it("bounds a batch by the characters it carries: what would pass MAX_BATCH_CHARACTERS goes in a batch of its own, each recipient mailed once", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 25);
+    const resend = mockResend();
+    // About 400 KB per message: 25 of them are 10 MB, more than one batch may carry.
+    const html = `<p>Hi {{ subscriber.name }}</p><p>${"Long read. ".repeat(40_000)}</p>`;
+    const campaign = await createCampaign(h.t, { subject: "Long", html, text: "Plain {{ subscriber.name }}" });
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.drain();
+
+    const keys = [...new Set(resend.calls.map((call) => call.key))];
+    expect(keys).toHaveLength(2);
+    const sizeOf = (m: (typeof resend.calls)[number]["messages"][number]) => m.subject.length + (m.html?.length ?? 0) + m.text.length;
+    for (const call of resend.calls) expect(call.messages.reduce((sum, m) => sum + sizeOf(m), 0)).toBeLessThanOrEqual(MAX_BATCH_CHARACTERS);
+    // As many as fit in the first batch (every message is about the same size), the rest in the second.
+    const fit = Math.floor(MAX_BATCH_CHARACTERS / sizeOf(resend.calls[0]!.messages[0]!));
+    expect(resend.calls.map((call) => call.messages.length)).toEqual([fit, 25 - fit]);
+    expectEachMailedOnce(resend, 25);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 25, delivered: 25, failed: 0 } });
   });
 
   it("waits out a 429's Retry-After (every sender paused), then retries the message under the same key", async () => {

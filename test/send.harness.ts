@@ -146,7 +146,7 @@ export const pacerStub = (reserve: () => Promise<{ at: number; waitMs: number; g
 
 /** Each of the first `count` seeded addresses (user0@example.com, …) got exactly one copy. */
 export const expectEachMailedOnce = (resend: ReturnType<typeof mockResend>, count: number) =>
-  expect([...resend.copiesPerRecipient().entries()].sort()).toEqual(Array.from({ length: count }, (_, i) => [`user${i}@example.com`, 1]));
+  expect([...resend.copiesPerRecipient().entries()].sort()).toEqual(Array.from({ length: count }, (_, i) => [`user${i}@example.com`, 1]).sort());
 
 /** Each delivery given is `sent`, once, with the id Resend gave its recipient's message. */
 export const expectSentAsResendAnswered = (resend: ReturnType<typeof mockResend>, deliveries: Awaited<ReturnType<typeof allDeliveries>>) => {

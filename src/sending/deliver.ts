@@ -15,6 +15,14 @@ import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, ty
 /** Messages rendered between two yields to the isolate's other work (a few ms of CPU). */
 const RENDERS_BETWEEN_YIELDS = 10;
 
+/**
+ * Characters of rendered mail (subject, html, text) one batch carries at most: a request's body and
+ * the step's memory stay bounded whatever the template renders to (a message may be 3 MiB; an
+ * isolate has 128 MB). The first message always goes; those that would pass the bound go in a
+ * batch of their own, as members held back do.
+ */
+export const MAX_BATCH_CHARACTERS = 8 * 1024 * 1024;
+
 /** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */
 export const MAX_DELIVERY_ATTEMPTS = 5;
 
@@ -115,21 +123,35 @@ const handOver = async (
 ): Promise<{ deferred: Extract<BatchAnswer, { kind: "deferred" }> } | { settlements: Settlement[]; lastSeq: number; retryAfterSeconds?: number }> => {
   const local = new Map<string, DeliveryError>();
   const emails: OutboundEmail[] = [];
+  let characters = 0;
+  // Before the batch's first request, the batch is what fits in MAX_BATCH_CHARACTERS; after it, its
+  // members are fixed (they fitted then).
+  let full = false;
   for (const [i, row] of rows.entries()) {
     // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them; nor
     // an old address (the subscriber's is another now), with the new one's data.
     if (!row.active) local.set(row.id, recipientInactive);
     else if (!row.sameAddress) local.set(row.id, recipientChanged);
-    // Not in the batch's latest request: never asked under its key again.
-    else if (row.askedSeq < latest) continue;
+    // Not in the batch's latest request: never asked under its key again. Past the bound: left for
+    // a batch of its own (never asked under this key either).
+    else if (row.askedSeq < latest || full) continue;
     else {
       if (i > 0 && i % RENDERS_BETWEEN_YIELDS === 0) await yieldToEventLoop();
+      let email: OutboundEmail;
       try {
-        emails.push(await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id));
+        email = await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
       } catch (err) {
         if (!(err instanceof TemplateError)) throw err;
         local.set(row.id, renderFailed(err));
+        continue;
       }
+      const size = email.subject.length + (email.html?.length ?? 0) + email.text.length;
+      if (latest === 0 && emails.length > 0 && characters + size > MAX_BATCH_CHARACTERS) {
+        full = true;
+        continue;
+      }
+      characters += size;
+      emails.push(email);
     }
   }
 
