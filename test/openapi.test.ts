@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, tenant } from "./helpers";
-import { accepts, resolve } from "./openapi/arbitraries";
+import { accepts, resolve, type Schema } from "./openapi/arbitraries";
 
 type Operation = { tags?: string[]; security?: unknown[] };
 
@@ -88,6 +88,27 @@ describe("GET /openapi.json", () => {
     expect(accepts(resolve(doc, payloads))(payload)).toBe(true);
     expect(accepts(resolve(doc, payloads))({ ...payload, type: "delivery.bounced" })).toBe(false);
     expect(accepts(resolve(doc, payloads))(event)).toBe(false);
+  });
+
+  it("gives every create request an example the service accepts, and no fixed Idempotency-Key to paste twice", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    const schemas = doc.components.schemas as Record<string, { example?: unknown }>;
+    const requests = Object.keys(schemas).filter((name) => /^Create\w+Request$/.test(name));
+    expect(requests.length).toBeGreaterThan(5);
+    for (const name of requests) {
+      const example = schemas[name]?.example;
+      expect(example, name).toBeDefined();
+      expect(accepts(resolve(doc, schemas[name] as Schema))(example), name).toBe(true);
+    }
+    const keyed = doc.paths["/workspaces/{workspace_id}/subscribers"].post.parameters.find((p: { name: string }) => p.name === "Idempotency-Key");
+    expect(keyed.example ?? keyed.schema.example).toBeUndefined();
+    // The examples as a client sends them: each accepted.
+    const t = await tenant();
+    const newsletter = await t.call("POST", `${t.ws}/newsletters`, { body: schemas.CreateNewsletterRequest?.example });
+    expect(newsletter.status, newsletter.text).toBe(201);
+    expect((await t.call("POST", `${t.ws}/segments`, { body: schemas.CreateSegmentRequest?.example })).status).toBe(201);
+    const campaign = { ...(schemas.CreateCampaignRequest?.example as object), newsletter_id: newsletter.body.data.id };
+    expect((await t.call("POST", `${t.ws}/campaigns`, { body: campaign })).status).toBe(201);
   });
 
   it("puts Idempotent-Replayed only on answers a replay can have, and the credential's token only where it always is", async () => {

@@ -4,7 +4,7 @@ import { idParam, isoDateTime, optionalText, requiredText } from "../lib/schemas
 import { iso } from "../lib/time";
 import { scopes } from "../lib/types";
 
-export const CreateWorkspaceBody = z.strictObject({ name: requiredText(200) }).openapi("CreateWorkspaceRequest");
+export const CreateWorkspaceBody = z.strictObject({ name: requiredText(200) }).openapi("CreateWorkspaceRequest", { example: { name: "Acme" } });
 
 export const CreateCredentialBody = z
   .strictObject({
@@ -17,7 +17,9 @@ export const CreateCredentialBody = z
       .openapi({ description: "Defaults to every scope." }),
     name: optionalText(200).openapi({ description: "A label for operators, at most 200 characters, trimmed; `null` or blank: none." }),
   })
-  .openapi("CreateCredentialRequest");
+  .openapi("CreateCredentialRequest", {
+    example: { mode: "test", workspace_ids: ["ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T"], scopes: ["subscribers:read", "subscribers:write"], name: "CRM sync" },
+  });
 
 export const CredentialParams = z.object({ credential_id: idParam("credential", "credential_id") });
 

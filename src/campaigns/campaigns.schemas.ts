@@ -107,7 +107,13 @@ export const CreateCampaignBody = z
     text: textField,
     scheduled_at: scheduledAt,
   })
-  .openapi("CreateCampaignRequest");
+  .openapi("CreateCampaignRequest", {
+    example: {
+      subject: "{{ subscriber.name | default: 'Hello' }}, this week's notes",
+      newsletter_id: "nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T",
+      html: "<p>Hi {{ subscriber.name | default: 'there' }}</p>",
+    },
+  });
 
 export const UpdateCampaignBody = z
   .strictObject({

@@ -100,7 +100,7 @@ export const answeredBefore = (request: IdempotentRequest, record: IdempotencyRe
 export const keyReused = () =>
   new ApiError(
     "idempotency_key_reused",
-    "This Idempotency-Key was already used with another method, path or body; use a new key for a new request",
+    "This Idempotency-Key was already used with another method, path or body (bodies are compared byte for byte: the same data serialized differently is another body); use a new key for a new request",
     { param: "Idempotency-Key" },
   );
 

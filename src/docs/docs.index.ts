@@ -48,12 +48,14 @@ const page = `<!doctype html>
 </html>
 `;
 
-// The AI agent, MCP and developer tools work through Scalar's cloud, which this page cannot reach.
+// The AI agent, MCP, developer tools and the "Open API Client" button work through Scalar's cloud, which
+// this page cannot reach (and which would be handed the document's URL).
 const init = `Scalar.createApiReference("#app", ${JSON.stringify({
   url: "/openapi.json",
   withDefaultFonts: false,
   telemetry: false,
   showDeveloperTools: "never",
+  hideClientButton: true,
   agent: { disabled: true },
   mcp: { disabled: true },
 })});

@@ -21,8 +21,7 @@ export const IdempotencyHeaders = z.object({
     .openapi({
       param: { name: "Idempotency-Key", in: "header" },
       description:
-        "Makes the request safe to retry: within 24 hours, a retry with the same key, method, path and body gets the original response back, byte for byte, with `Idempotent-Replayed: true`. The key is recorded in the same atomic write as the change itself, so no failure can separate them. The same key with another method, path or body is a 422 `idempotency_key_reused`; while the first request is still running, a 409 `idempotency_key_in_use`. Keys are scoped to the credential. Validation failures and 5xx responses are not kept, so a retry runs again.",
-      example: "3f1c2a9e-5b7d-4e61-9a0b-2c8d4f6e1a3b",
+        "Makes the request safe to retry: within 24 hours, a retry with the same key, method, path and body gets the original response back, byte for byte, with `Idempotent-Replayed: true`. The key is recorded in the same atomic write as the change itself, so no failure can separate them. The same key with another method, path or body is a 422 `idempotency_key_reused`; while the first request is still running, a 409 `idempotency_key_in_use`. Keys are scoped to the credential. Validation failures and 5xx responses are not kept, so a retry runs again. Use a new key (a UUID, say) for every new request.",
     }),
 });
 

@@ -51,7 +51,9 @@ export const CreateNewsletterBody = z
     reply_to: optionalEmailAddress("Where replies go."),
     address: addressField,
   })
-  .openapi("CreateNewsletterRequest");
+  .openapi("CreateNewsletterRequest", {
+    example: { name: "Acme Weekly", from_email: "news@example.com", from_name: "Acme", address: "1 Main Street, Springfield" },
+  });
 
 export const UpdateNewsletterBody = z
   .strictObject({
@@ -62,7 +64,7 @@ export const UpdateNewsletterBody = z
     address: addressField,
   })
   .refine((body) => Object.keys(body).length > 0, { error: "must set at least one of name, from_name, from_email, reply_to, address" })
-  .openapi("UpdateNewsletterRequest", { minProperties: 1 });
+  .openapi("UpdateNewsletterRequest", { minProperties: 1, example: { name: "Acme Weekly" } });
 
 export const ListNewslettersQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
 

@@ -45,7 +45,7 @@ export type Segment = z.infer<typeof SegmentSchema>;
 
 export const CreateSegmentBody = z
   .strictObject({ name: requiredText(200), filter: SegmentFilterSchema })
-  .openapi("CreateSegmentRequest");
+  .openapi("CreateSegmentRequest", { example: { name: "VIP readers", filter: { tags_any: ["vip"] } } });
 
 type CreateSegmentInput = z.infer<typeof CreateSegmentBody>;
 

@@ -61,7 +61,7 @@ export const CreateSubscriberBody = z
       .transform((value) => value ?? "active")
       .openapi({ description: "Consent status. Omitted: `active`." }),
   })
-  .openapi("CreateSubscriberRequest");
+  .openapi("CreateSubscriberRequest", { example: { email: "ada@example.com", name: "Ada Lovelace", tags: ["vip"] } });
 
 const updatable = ["email", "name", "tags", "location", "source", "status"] as const;
 

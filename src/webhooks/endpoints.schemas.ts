@@ -39,7 +39,9 @@ export const CreateEndpointBody = z
     description: optionalText(500),
     enabled: z.boolean().optional().openapi({ description: "Default `true`." }),
   })
-  .openapi("CreateWebhookEndpointRequest");
+  .openapi("CreateWebhookEndpointRequest", {
+    example: { url: "https://example.com/webhooks/newsletter", events: ["subscriber.unsubscribed", "campaign.sent"], description: "CRM sync" },
+  });
 
 export const UpdateEndpointBody = z
   .strictObject({

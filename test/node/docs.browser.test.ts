@@ -30,6 +30,9 @@ describe("/docs in headless Chromium, with every other origin unreachable", () =
     await page.getByText("List workspaces").first().waitFor();
     await page.screenshot({ path: screenshotPath("docs.png") });
     expect(blocked, "requests to other origins").toEqual([]);
+    // Nothing that would hand the document's URL to Scalar's cloud.
+    expect(await page.locator('a[href*="client.scalar.com"]').count()).toBe(0);
+    expect(await page.getByText("Open API Client").count()).toBe(0);
     expect(problems.filter((text) => /Content Security Policy|Refused to/i.test(text)), "CSP violations").toEqual([]);
     await context.close();
   });
