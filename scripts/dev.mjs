@@ -14,21 +14,32 @@ const env = { ...process.env, WRANGLER_SEND_METRICS: "false" };
 
 // 1. Local secrets (.dev.vars is git-ignored; wrangler dev reads it).
 const devVars = join(root, ".dev.vars");
-if (!existsSync(devVars)) {
-  const secret = () => randomBytes(24).toString("base64url");
-  writeFileSync(devVars, `ADMIN_TOKEN=${secret()}\n`);
-  console.log("Created .dev.vars with a local ADMIN_TOKEN.");
+const readVars = () =>
+  Object.fromEntries(
+    (existsSync(devVars) ? readFileSync(devVars, "utf8") : "")
+      .split("\n")
+      .filter((line) => line.includes("="))
+      .map((line) => [line.slice(0, line.indexOf("=")).trim(), line.slice(line.indexOf("=") + 1).trim()]),
+  );
+// A .dev.vars made by hand (with RESEND_API_KEY, say) may lack the operator token: it gets one too.
+if (!readVars().ADMIN_TOKEN) {
+  const existed = existsSync(devVars);
+  const before = existed ? readFileSync(devVars, "utf8") : "";
+  writeFileSync(devVars, `${before}${before && !before.endsWith("\n") ? "\n" : ""}ADMIN_TOKEN=${randomBytes(24).toString("base64url")}\n`);
+  console.log(existed ? "Added a local ADMIN_TOKEN to .dev.vars (the operator API needs one)." : "Created .dev.vars with a local ADMIN_TOKEN.");
 }
-const vars = Object.fromEntries(
-  readFileSync(devVars, "utf8")
-    .split("\n")
-    .filter((line) => line.includes("="))
-    .map((line) => [line.slice(0, line.indexOf("=")).trim(), line.slice(line.indexOf("=") + 1).trim()]),
-);
+const vars = readVars();
 
-// 2. Migrations on the local D1 database.
-const migrate = spawnSync(wrangler, ["d1", "migrations", "apply", "DB", "--local"], { cwd: root, env, stdio: "inherit" });
-if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+// 2. Migrations on the local D1 database (wrangler's tables of them shown only when it fails).
+const migrate = spawnSync(wrangler, ["d1", "migrations", "apply", "DB", "--local"], { cwd: root, env, stdio: ["inherit", "pipe", "pipe"], encoding: "utf8" });
+if (migrate.status !== 0) {
+  process.stdout.write(migrate.stdout ?? "");
+  process.stderr.write(migrate.stderr ?? "");
+  process.exit(migrate.status ?? 1);
+}
+// wrangler prints its table once per migration applied: count the names.
+const applied = new Set(migrate.stdout.match(/\b\d{4}_\w+\.sql\b(?=[^\n]*✅)/g) ?? []).size;
+console.log(applied > 0 ? `Applied ${applied} migration(s) to the local database.` : "The local database is up to date.");
 
 // 3. The service. `wrangler dev` does not fire cron triggers: with --test-scheduled it exposes the
 // scheduled handler, and step 5 calls it every minute, as the deployed cron does (the sweeper that
@@ -53,11 +64,19 @@ const admin = (path, body) =>
     return (await res.json()).data;
   });
 
+/** Waits for the service to answer /health; an answer that is not 200 says what to fix (it is not a timeout). */
 const waitForHealth = async () => {
   for (let i = 0; i < 600; i++) {
+    let res;
     try {
-      if ((await fetch(`${base}/health`)).ok) return;
+      res = await fetch(`${base}/health`);
     } catch {}
+    if (res?.ok) return;
+    if (res?.status === 503) {
+      const body = await res.json().catch(() => undefined);
+      const failed = Object.entries(body?.checks ?? {}).filter(([, check]) => check.status === "failed");
+      throw new Error(`the service is up but unavailable: ${failed.map(([name, check]) => `${name}: ${check.message}`).join("; ") || "see GET /health"}`);
+    }
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error("wrangler dev did not answer /health within 120 s");
