@@ -44,7 +44,10 @@ console.log(applied > 0 ? `Applied ${applied} migration(s) to the local database
 // 3. The service. `wrangler dev` does not fire cron triggers: with --test-scheduled it exposes the
 // scheduled handler, and step 5 calls it every minute, as the deployed cron does (the sweeper that
 // restarts work a crash left behind, purges, scheduled sends).
-const dev = spawn(wrangler, ["dev", "--port", String(port), "--test-scheduled", ...process.argv.slice(2)], { cwd: root, env, stdio: "inherit" });
+// Links in mail point at this port unless PUBLIC_BASE_URL is set otherwise (.dev.vars or --var).
+const args = process.argv.slice(2);
+const ownBase = vars.PUBLIC_BASE_URL || args.some((arg) => arg.includes("PUBLIC_BASE_URL")) ? [] : ["--var", `PUBLIC_BASE_URL:${base}`];
+const dev = spawn(wrangler, ["dev", "--port", String(port), "--test-scheduled", ...ownBase, ...args], { cwd: root, env, stdio: "inherit" });
 let cron;
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code) => {
