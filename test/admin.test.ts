@@ -7,7 +7,9 @@ describe("operator API", () => {
   it("requires the operator token", async () => {
     expectError(await call("POST", "/admin/workspaces", { body: { name: "x" } }), 401, "missing_credential");
     expectError(await call("POST", "/admin/workspaces", { token: "wrong", body: { name: "x" } }), 401, "invalid_credential");
-    expectError(await call("POST", "/admin/workspaces", { token: `${ADMIN_TOKEN}x`, body: { name: "x" } }), 401, "invalid_credential");
+    const wrong = await call("POST", "/admin/workspaces", { token: `${ADMIN_TOKEN}x`, body: { name: "x" } });
+    expectError(wrong, 401, "invalid_credential");
+    expect(wrong.headers.get("www-authenticate")).toBe('Bearer realm="newsletter-operator", error="invalid_token"');
   });
 
   it("answers 404 for every operator route when ADMIN_TOKEN is not configured", async () => {
@@ -86,6 +88,9 @@ describe("operator API", () => {
   it("validates credential requests", async () => {
     const ws = await createWorkspace();
     expectError(await admin("POST", "/admin/credentials", { mode: "prod", workspace_ids: [ws.id] }), 400, "validation_failed", "mode");
+    const noMode = await admin("POST", "/admin/credentials", { workspace_ids: [ws.id] });
+    expectError(noMode, 400, "validation_failed", "mode");
+    expect(noMode.body.error.message).toBe("mode is required (one of: test, live)");
     expectError(await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [] }), 400, "validation_failed", "workspace_ids");
     expectError(
       await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id], scopes: ["everything"] }),

@@ -24,7 +24,9 @@ export const operatorAuth = createMiddleware<AppEnv>(async (c, next) => {
   if (!header) throw new ApiError("missing_credential", "Send the operator token as Authorization: Bearer <token>", { headers: challenge });
   const token = /^Bearer +(\S+)\s*$/i.exec(header)?.[1];
   if (!token || !(await sameSecret(token, adminToken))) {
-    throw new ApiError("invalid_credential", "The operator token is wrong", { headers: challenge });
+    throw new ApiError("invalid_credential", "The operator token is wrong", {
+      headers: { "WWW-Authenticate": 'Bearer realm="newsletter-operator", error="invalid_token"' },
+    });
   }
   await next();
 });

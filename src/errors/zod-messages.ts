@@ -29,6 +29,8 @@ const describe = (issue: z.core.$ZodRawIssue): string | undefined => {
         ? `must have at least ${amount(issue.origin, issue.minimum)}`
         : `must be at least ${amount(issue.origin, issue.minimum)}`;
     case "invalid_value":
+      // A missing enum is reported by zod 4 as a value not among the options: say it is required.
+      if (issue.input === undefined) return `is required (one of: ${issue.values.map(String).join(", ")})`;
       return `must be one of: ${issue.values.map(String).join(", ")}`;
     case "invalid_format":
       if (issue.format === "email") return "must be a valid email address";
