@@ -100,7 +100,12 @@ describe("request bodies: the service accepts exactly what /openapi.json accepts
     const t = await tenant();
     const sub = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "patch-me@example.com" } });
     const url = `${t.ws}/subscribers/${sub.body.data.id}`;
-    await bodyCheck("/workspaces/{workspace_id}/subscribers/{subscriber_id}", "patch", (body) => t.call("PATCH", url, { body }));
+    // Each body from no tags: the one rule a schema cannot state, at most 50 tags once add_tags has
+    // added its own, depends on the tags the subscriber already has.
+    await bodyCheck("/workspaces/{workspace_id}/subscribers/{subscriber_id}", "patch", async (body) => {
+      await t.call("PATCH", url, { body: { tags: [] } });
+      return t.call("PATCH", url, { body });
+    });
   });
 
   it("POST /workspaces/{workspace_id}/newsletters", async () => {

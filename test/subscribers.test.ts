@@ -159,6 +159,46 @@ describe("PATCH /workspaces/{workspace_id}/subscribers/{subscriber_id}", () => {
     expect(byNew.body.data.map((s: { id: string }) => s.id)).toEqual([res.body.data.id]);
   });
 
+  it("adds and removes tags in the write itself: concurrent edits keep each other's, a no-op writes nothing", async () => {
+    const { t, sub, path } = await setup();
+    const added = await t.call("PATCH", path, { body: { add_tags: ["vip", "old", "beta"], remove_tags: ["gone"] } });
+    expect(added.status, added.text).toBe(200);
+    expect(added.body.data.tags).toEqual(["old", "vip", "beta"]);
+    // Two clients, each adding its own tag, at once: both kept (a whole-list replace would lose one).
+    const [a, b] = await Promise.all([t.call("PATCH", path, { body: { add_tags: ["paid"] } }), t.call("PATCH", path, { body: { add_tags: ["crm"] } })]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect([...(await t.call("GET", path)).body.data.tags].sort()).toEqual(["beta", "crm", "old", "paid", "vip"]);
+    const removed = await t.call("PATCH", path, { body: { remove_tags: ["old", "beta"] } });
+    expect([...removed.body.data.tags].sort()).toEqual(["crm", "paid", "vip"]);
+    // The tag filter (and so segments) follows.
+    expect((await t.call("GET", `${t.ws}/subscribers?tag=old`)).body.data).toEqual([]);
+    expect((await t.call("GET", `${t.ws}/subscribers?tag=paid`)).body.data.map((x: { id: string }) => x.id)).toEqual([sub.id]);
+    // Adding what it has and removing what it lacks changes nothing: no updated_at moved, no event.
+    const events = (await t.call("GET", `${t.ws}/events?limit=100`)).body.data.length;
+    const same = await t.call("PATCH", path, { body: { add_tags: ["vip"], remove_tags: ["never"] } });
+    expect(same.body.data).toEqual(removed.body.data);
+    expect((await t.call("GET", `${t.ws}/events?limit=100`)).body.data).toHaveLength(events);
+    // With other fields, in the same write; a tag in both lists ends removed.
+    const both = await t.call("PATCH", path, { body: { name: "Pat", add_tags: ["x", "y"], remove_tags: ["y"] } });
+    expect(both.body.data.name).toBe("Pat");
+    expect(both.body.data.tags.slice(-1)).toEqual(["x"]);
+    expect(both.body.data.tags).not.toContain("y");
+  });
+
+  it("refuses tag edits beside a whole list, or past 50 tags, naming the field", async () => {
+    const { t, path } = await setup();
+    expectError(await t.call("PATCH", path, { body: { tags: ["a"], add_tags: ["b"] } }), 400, "validation_failed", "add_tags");
+    expectError(await t.call("PATCH", path, { body: { tags: ["a"], remove_tags: ["b"] } }), 400, "validation_failed", "remove_tags");
+    expectError(await t.call("PATCH", path, { body: { add_tags: [] } }), 400, "validation_failed", "add_tags");
+    await t.call("PATCH", path, { body: { tags: Array.from({ length: 49 }, (_, i) => `t${i}`) } });
+    expect((await t.call("PATCH", path, { body: { add_tags: ["t49"] } })).body.data.tags).toHaveLength(50);
+    const over = await t.call("PATCH", path, { body: { add_tags: ["t50"] } });
+    expectError(over, 400, "validation_failed", "add_tags");
+    expect(over.body.error.message).toBe("add_tags would give the subscriber more than 50 tags (it has 50)");
+    // Removing as many as it adds stays within.
+    expect((await t.call("PATCH", path, { body: { add_tags: ["t50"], remove_tags: ["t0"] } })).body.data.tags).toHaveLength(50);
+  });
+
   it("requires at least one property and rejects unknown ones", async () => {
     const { t, path } = await setup();
     const empty = await t.call("PATCH", path, { body: {} });

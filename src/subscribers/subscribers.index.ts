@@ -11,7 +11,9 @@ import {
   findSubscriberIdByEmail,
   insertSubscriber,
   listSubscribersPage,
+  editedTags,
   type SubscriberChanges,
+  TAGS_MAX,
   updateSubscriber,
 } from "./subscribers.repository";
 import { createSubscriber, getSubscriber, listSubscribers, updateSubscriber as updateRoute } from "./subscribers.routes";
@@ -71,9 +73,10 @@ export const subscribersRouter = createRouter()
           { type: `subscriber.${moved}`, resource: "subscriber", id: subscriber_id, onlyIfBefore: sql`status <> ${moved}` },
         ]
       : [{ type: "subscriber.updated", resource: "subscriber", id: subscriber_id }];
+    const tagEdit = body.add_tags !== undefined || body.remove_tags !== undefined ? { add: body.add_tags ?? [], remove: body.remove_tags ?? [] } : undefined;
     const [[row]] = await commit(
       c,
-      [updateSubscriber(c.var.db, workspace_id, subscriber_id, changes)],
+      [updateSubscriber(c.var.db, workspace_id, subscriber_id, changes, tagEdit)],
       { status: 200, resource: "subscriber", id: subscriber_id },
       { events },
     );
@@ -85,6 +88,10 @@ export const subscribersRouter = createRouter()
     if (body.email !== undefined) {
       const owner = (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email))?.id;
       if (owner !== undefined && owner !== subscriber_id) throw emailTaken(body.email, owner);
+    }
+    if (tagEdit && editedTags(current.tags, tagEdit).length > TAGS_MAX) {
+      const message = `add_tags would give the subscriber more than ${TAGS_MAX} tags (it has ${current.tags.length})`;
+      throw new ApiError("validation_failed", message, { param: "add_tags", details: [{ param: "add_tags", message }] });
     }
     return c.json(envelope(serializeSubscriber(current)), 200);
   })

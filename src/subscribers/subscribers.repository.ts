@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, lt, notExists, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, lt, notExists, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { differs } from "../db/differs";
 import { subscribers, subscriberTags } from "../db/schema";
@@ -41,22 +41,50 @@ export type SubscriberChanges = Partial<
 const statusSetByApi = (status: SubscriberRow["status"]) =>
   sql`CASE WHEN ${subscribers.status} = ${status} THEN ${subscribers.statusSource} ELSE 'api' END`;
 
+/** Tags added and removed in the write itself (PATCH's add_tags / remove_tags). */
+export type TagEdit = { add: string[]; remove: string[] };
+
+/** The most tags a subscriber holds (the tag list's own limit). */
+export const TAGS_MAX = 50;
+
+/** The list an edit leaves: the subscriber's own, less those removed, then those added it lacked, in order. */
+export const editedTags = (tags: string[], edit: TagEdit): string[] => {
+  const removed = new Set(edit.remove);
+  const kept = tags.filter((tag) => !removed.has(tag));
+  return [...kept, ...edit.add.filter((tag) => !kept.includes(tag) && !removed.has(tag))];
+};
+
+/** `editedTags` in SQL, of the row being written: concurrent edits each apply to what the other left. */
+const editedTagsSql = (edit: TagEdit) => sql`(SELECT json_group_array(value) FROM (
+  SELECT value FROM (
+    SELECT value, 0 AS part, key AS position FROM json_each(${subscribers.tags})
+    UNION ALL
+    SELECT value, 1, key FROM json_each(${JSON.stringify(edit.add)}) WHERE value NOT IN (SELECT value FROM json_each(${subscribers.tags}))
+  )
+  WHERE value NOT IN (SELECT value FROM json_each(${JSON.stringify(edit.remove)}))
+  ORDER BY part, position
+))`;
+
 /**
  * Applies the changes unless the new email belongs to another subscriber of the workspace (checked
  * in the same statement) or they change nothing (every value given is the one already there: no
- * write, so no `updated_at` moved and no event); no row back means not found, email taken or unchanged.
+ * write, so no `updated_at` moved and no event); no row back means not found, email taken, unchanged,
+ * or a tag edit that would pass TAGS_MAX.
  */
-export const updateSubscriber = (db: Db, workspaceId: string, id: string, changes: SubscriberChanges) => {
+export const updateSubscriber = (db: Db, workspaceId: string, id: string, changes: SubscriberChanges, tagEdit?: TagEdit) => {
   const alias = sql`other`;
   const { updatedAt: _, emailKey: __, ...given } = changes;
+  const edited = tagEdit && editedTagsSql(tagEdit);
+  const set = changes.status === undefined ? changes : { ...changes, statusSource: statusSetByApi(changes.status) };
   return db
     .update(subscribers)
-    .set(changes.status === undefined ? changes : { ...changes, statusSource: statusSetByApi(changes.status) })
+    .set(edited ? { ...set, tags: edited } : set)
     .where(
       and(
         eq(subscribers.workspaceId, workspaceId),
         eq(subscribers.id, id),
-        differs(subscribers, given),
+        edited ? sql`json_array_length(${edited}) <= ${TAGS_MAX}` : undefined,
+        or(differs(subscribers, given), edited ? sql`${subscribers.tags} IS NOT ${edited}` : undefined),
         changes.emailKey === undefined
           ? undefined
           : notExists(

@@ -63,13 +63,22 @@ export const CreateSubscriberBody = z
   })
   .openapi("CreateSubscriberRequest", { example: { email: "ada@example.com", name: "Ada Lovelace", tags: ["vip"] } });
 
-const updatable = ["email", "name", "tags", "location", "source", "status"] as const;
+const updatable = ["email", "name", "tags", "add_tags", "remove_tags", "location", "source", "status"] as const;
 
 export const UpdateSubscriberBody = z
   .strictObject({
     email: email.optional(),
     name: optionalField,
-    tags: tags.optional(),
+    tags: tags.optional().openapi({ description: "Replaces the whole list (`[]` clears it); not with add_tags or remove_tags." }),
+    add_tags: tagList({
+      minItems: 1,
+      description:
+        "Tags to add after the subscriber's own (one it has already stays where it is), in the write itself: two clients adding tags at once both keep theirs. The result holds at most 50 tags (a 400 naming add_tags otherwise).",
+    }).optional(),
+    remove_tags: tagList({
+      minItems: 1,
+      description: "Tags to remove, in the write itself (one it does not have is ignored; one also in add_tags ends removed).",
+    }).optional(),
     location: optionalField,
     source: optionalField,
     status: status.optional().openapi({ description: "Consent status: any of the four values." }),
@@ -77,7 +86,16 @@ export const UpdateSubscriberBody = z
   .refine((body) => Object.keys(body).length > 0, {
     error: `Request body must contain at least one of: ${updatable.join(", ")}`,
   })
-  .openapi("UpdateSubscriberRequest", { minProperties: 1 });
+  .superRefine((body, ctx) => {
+    if (body.tags !== undefined && (body.add_tags !== undefined || body.remove_tags !== undefined)) {
+      ctx.addIssue({ code: "custom", path: [body.add_tags !== undefined ? "add_tags" : "remove_tags"], message: "cannot be given with tags, which replaces the whole list" });
+    }
+  })
+  .openapi("UpdateSubscriberRequest", {
+    minProperties: 1,
+    // What the refinement says: `tags` replaces the list, so it comes alone.
+    not: { anyOf: [{ required: ["tags", "add_tags"] }, { required: ["tags", "remove_tags"] }] },
+  });
 
 
 export const ListSubscribersQuery = z.strictObject({

@@ -13,6 +13,7 @@ export type Schema = {
   anyOf?: Schema[];
   oneOf?: Schema[];
   allOf?: Schema[];
+  not?: Schema;
   items?: Schema;
   minItems?: number;
   maxItems?: number;
@@ -43,6 +44,7 @@ export const resolve = (doc: Document, schema: Schema): Schema => {
   if (schema.anyOf) out.anyOf = schema.anyOf.map((s) => resolve(doc, s));
   if (schema.oneOf) out.oneOf = schema.oneOf.map((s) => resolve(doc, s));
   if (schema.allOf) out.allOf = schema.allOf.map((s) => resolve(doc, s));
+  if (schema.not) out.not = resolve(doc, schema.not);
   return out;
 };
 
@@ -139,6 +141,17 @@ export const valueArbitrary = (schema: Schema): fc.Arbitrary<unknown> => {
   return options.length === 1 ? (options[0] as { arbitrary: fc.Arbitrary<unknown> }).arbitrary : fc.oneof(...options);
 };
 
+/**
+ * Keys a schema forbids together (`not: {anyOf: [{required: [a, b]}, …]}`): a drawn object keeps
+ * all but the last of each such set, so it is one the schema allows (near misses break it again).
+ */
+const withoutForbiddenSets = (schema: Schema) => (value: Record<string, unknown>) => {
+  const sets = (schema.not?.anyOf ?? (schema.not ? [schema.not] : [])).map((option) => option.required ?? []).filter((keys) => keys.length > 1);
+  const out = { ...value };
+  for (const keys of sets) if (keys.every((key) => key in out)) delete out[keys[keys.length - 1] as string];
+  return out;
+};
+
 const typedArbitrary = (schema: Schema, type: string): fc.Arbitrary<unknown> => {
   switch (type) {
     case "null":
@@ -158,7 +171,8 @@ const typedArbitrary = (schema: Schema, type: string): fc.Arbitrary<unknown> => 
         { requiredKeys: schema.required ?? [] },
       );
       // Sometimes every property, so limits on each are reached together.
-      return fc.oneof(record, fc.record(Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, valueArbitrary(value)]))));
+      const every = fc.record(Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, valueArbitrary(value)])));
+      return fc.oneof(record, every).map(withoutForbiddenSets(schema));
     }
   }
 };
