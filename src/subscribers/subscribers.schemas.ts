@@ -69,7 +69,7 @@ export const UpdateSubscriberBody = z
   .strictObject({
     email: email.optional(),
     name: optionalField,
-    tags: tags.optional().openapi({ description: "Replaces the whole list (`[]` clears it); not with add_tags or remove_tags." }),
+    tags: tagList({ minItems: 0, description: "Replaces the whole list (`[]` clears it); not with add_tags or remove_tags." }).optional(),
     add_tags: tagList({
       minItems: 1,
       description:
