@@ -113,3 +113,44 @@ describe("operator API", () => {
     expectError(await admin("DELETE", "/admin/credentials/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 400, "validation_failed", "credential_id");
   });
 });
+
+describe("operator API: reading credentials", () => {
+  it("lists credentials newest first, pages them, filters by workspace, and never shows a token", async () => {
+    const a = await createWorkspace("A");
+    const b = await createWorkspace("B");
+    const made: string[] = [];
+    for (const [i, ids] of [[a.id], [b.id], [a.id, b.id]].entries()) {
+      const res = await admin("POST", "/admin/credentials", { mode: i === 0 ? "live" : "test", workspace_ids: ids, name: `c${i}` });
+      expect(res.status).toBe(201);
+      made.push(res.body.data.id);
+    }
+    await admin("DELETE", `/admin/credentials/${made[1]}`);
+    const all = await admin("GET", "/admin/credentials?limit=2");
+    expect(all.status, all.text).toBe(200);
+    expect(all.body.data.map((c: { id: string }) => c.id)).toEqual([made[2], made[1]]);
+    expect(all.body.data[1].revoked_at).not.toBeNull();
+    expect(JSON.stringify(all.body)).not.toMatch(/svc_(test|live)_|token/);
+    expect(all.body.pagination.has_more).toBe(true);
+    const next = await admin("GET", `/admin/credentials?limit=2&after=${encodeURIComponent(all.body.pagination.next_cursor)}`);
+    expect(next.body.data[0].id).toBe(made[0]);
+    // Only those that may access A, with the same cursor rules as every list.
+    const forA = await admin("GET", `/admin/credentials?workspace_id=${a.id}&limit=100`);
+    expect(forA.body.data.map((c: { id: string }) => c.id).filter((id: string) => made.includes(id))).toEqual([made[2], made[0]]);
+    expect(forA.body.data.every((c: { workspace_ids: string[] }) => c.workspace_ids.includes(a.id))).toBe(true);
+    expectError(await admin("GET", `/admin/credentials?workspace_id=${a.id}&after=${encodeURIComponent(all.body.pagination.next_cursor)}`), 400, "invalid_cursor", "after");
+    expectError(await admin("GET", "/admin/credentials?workspace_id=nope"), 400, "validation_failed", "workspace_id");
+    expectError(await call("GET", "/admin/credentials"), 401, "missing_credential");
+  });
+
+  it("retrieves one credential by id, revoked or not; an unknown id is a 404", async () => {
+    const ws = await createWorkspace();
+    const created = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id], scopes: ["subscribers:read"] });
+    const { token: _token, ...shown } = created.body.data;
+    const got = await admin("GET", `/admin/credentials/${created.body.data.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.data).toEqual(shown);
+    await admin("DELETE", `/admin/credentials/${created.body.data.id}`);
+    expect((await admin("GET", `/admin/credentials/${created.body.data.id}`)).body.data.revoked_at).not.toBeNull();
+    expectError(await admin("GET", "/admin/credentials/cred_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 404, "not_found", "credential_id");
+  });
+});

@@ -1,16 +1,16 @@
 import { createMiddleware } from "hono/factory";
 import { tombstoneCredential } from "../credentials/credential-cache";
-import { insertCredential, revokeCredential } from "../credentials/credentials.repository";
+import { findCredential, insertCredential, listCredentialsPage, revokeCredential } from "../credentials/credentials.repository";
 import { hashToken, issueToken } from "../credentials/tokens";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { sha256Hex } from "../lib/crypto";
-import { envelope } from "../lib/http";
+import { afterPosition, envelope, listScope, toPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { type AppEnv, scopes as allScopes } from "../lib/types";
 import { existingWorkspaceIds, insertWorkspace } from "../workspaces/workspaces.repository";
 import { serializeWorkspace } from "../workspaces/workspaces.schemas";
-import { createCredentialRoute, createWorkspaceRoute, revokeCredentialRoute } from "./admin.routes";
+import { createCredentialRoute, createWorkspaceRoute, getCredentialRoute, listCredentialsRoute, revokeCredentialRoute } from "./admin.routes";
 import { serializeCredential, serializeCredentialWithToken } from "./admin.schemas";
 
 /** Constant-time comparison through digests, so the token's length and prefix do not leak. */
@@ -61,6 +61,19 @@ export const adminRouter = createRouter()
     };
     await insertCredential(c.var.db, credential);
     return c.json(envelope(serializeCredentialWithToken({ ...credential, revokedAt: null }, token)), 201);
+  })
+  .openapi(listCredentialsRoute, async (c) => {
+    const { limit, after, workspace_id } = c.req.valid("query");
+    const scope = listScope("credentials", { workspace_id });
+    const position = await afterPosition(c, scope, after);
+    const rows = await listCredentialsPage(c.var.db, workspace_id, position, limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeCredential), 200);
+  })
+  .openapi(getCredentialRoute, async (c) => {
+    const { credential_id } = c.req.valid("param");
+    const row = await findCredential(c.var.db, credential_id);
+    if (!row) throw notFound("credential", credential_id);
+    return c.json(envelope(serializeCredential(row)), 200);
   })
   .openapi(revokeCredentialRoute, async (c) => {
     const { credential_id } = c.req.valid("param");

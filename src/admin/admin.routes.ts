@@ -1,9 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
 import { errorResponse, operatorErrorResponses, operatorWriteErrorResponses, requestIdHeader } from "../errors/openapi";
 import { operationIdOf, routeName } from "../lib/route";
-import { dataEnvelope } from "../lib/schemas";
+import { dataEnvelope, pageEnvelope } from "../lib/schemas";
 import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
-import { CreateCredentialBody, CreateWorkspaceBody, CredentialParams, CredentialSchema, CredentialWithTokenSchema } from "./admin.schemas";
+import { CreateCredentialBody, CreateWorkspaceBody, CredentialParams, CredentialSchema, CredentialWithTokenSchema, ListCredentialsQuery } from "./admin.schemas";
 
 const security = [{ adminToken: [] }];
 const description = "Operator API: `Authorization: Bearer <ADMIN_TOKEN>`. Answers 404 when ADMIN_TOKEN is not configured.";
@@ -63,6 +63,47 @@ export const revokeCredentialRoute = createRoute({
     ...operatorErrorResponses,
     200: {
       description: "The revoked credential",
+      headers: requestIdHeader,
+      content: { "application/json": { schema: dataEnvelope(CredentialSchema) } },
+    },
+  },
+});
+
+export const listCredentialsRoute = createRoute({
+  method: "get",
+  path: "/admin/credentials",
+  middleware: [routeName("get", "/admin/credentials")] as const,
+  tags: ["Operator"],
+  summary: "List credentials",
+  operationId: operationIdOf("List credentials"),
+  description: `${description} Newest first, revoked ones included (with \`revoked_at\`); never a token. With \`workspace_id\`, those that may access that workspace: the one to revoke when a token leaks.`,
+  security,
+  request: { query: ListCredentialsQuery },
+  responses: {
+    ...operatorErrorResponses,
+    400: errorResponse(["validation_failed", "invalid_cursor"]),
+    200: {
+      description: "A page of credentials",
+      headers: requestIdHeader,
+      content: { "application/json": { schema: pageEnvelope(CredentialSchema) } },
+    },
+  },
+});
+
+export const getCredentialRoute = createRoute({
+  method: "get",
+  path: "/admin/credentials/{credential_id}",
+  middleware: [routeName("get", "/admin/credentials/{credential_id}")] as const,
+  tags: ["Operator"],
+  summary: "Retrieve a credential",
+  operationId: operationIdOf("Retrieve a credential"),
+  description: `${description} Never the token.`,
+  security,
+  request: { params: CredentialParams },
+  responses: {
+    ...operatorErrorResponses,
+    200: {
+      description: "The credential",
       headers: requestIdHeader,
       content: { "application/json": { schema: dataEnvelope(CredentialSchema) } },
     },

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { CredentialRow } from "../credentials/credentials.repository";
-import { idParam, isoDateTime, optionalText, requiredText } from "../lib/schemas";
+import { idPrefixes } from "../lib/ids";
+import { afterQuery, idParam, isoDateTime, limitQuery, optionalText, queryString, requiredText } from "../lib/schemas";
 import { iso } from "../lib/time";
 import { scopes } from "../lib/types";
 
@@ -22,6 +23,15 @@ export const CreateCredentialBody = z
   });
 
 export const CredentialParams = z.object({ credential_id: idParam("credential", "credential_id") });
+
+export const ListCredentialsQuery = z.strictObject({
+  limit: limitQuery,
+  after: afterQuery,
+  workspace_id: queryString()
+    .regex(new RegExp(`^${idPrefixes.workspace}[0-9A-Za-z]{1,64}$`), { error: `must be a workspace id: ${idPrefixes.workspace} followed by 1 to 64 letters and digits` })
+    .optional()
+    .openapi({ description: "Only the credentials that may access this workspace." }),
+});
 
 export const CredentialSchema = z
   .object({

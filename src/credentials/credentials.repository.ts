@@ -1,12 +1,13 @@
-import { and, eq, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { credentials, credentialWorkspaces } from "../db/schema";
 import type { CredentialMode, Scope } from "../lib/types";
 
 export type CredentialRow = typeof credentials.$inferSelect & { workspaceIds: string[] };
 
-export const findCredentialByHash = async (db: Db, tokenHash: string): Promise<CredentialRow | undefined> => {
-  const row = await db
+/** A credential's columns and its workspace grants, as one row. */
+const withGrants = (db: Db) =>
+  db
     .select({
       id: credentials.id,
       name: credentials.name,
@@ -17,10 +18,37 @@ export const findCredentialByHash = async (db: Db, tokenHash: string): Promise<C
       revokedAt: credentials.revokedAt,
       workspaceIds: sql<string>`(select json_group_array(${credentialWorkspaces.workspaceId}) from ${credentialWorkspaces} where ${credentialWorkspaces.credentialId} = ${credentials.id})`,
     })
-    .from(credentials)
-    .where(eq(credentials.tokenHash, tokenHash))
-    .get();
-  return row && { ...row, workspaceIds: JSON.parse(row.workspaceIds) as string[] };
+    .from(credentials);
+
+const parsed = <R extends { workspaceIds: string }>(row: R): Omit<R, "workspaceIds"> & { workspaceIds: string[] } => ({
+  ...row,
+  workspaceIds: JSON.parse(row.workspaceIds) as string[],
+});
+
+export const findCredentialByHash = async (db: Db, tokenHash: string): Promise<CredentialRow | undefined> => {
+  const row = await withGrants(db).where(eq(credentials.tokenHash, tokenHash)).get();
+  return row && parsed(row);
+};
+
+export const findCredential = async (db: Db, id: string): Promise<CredentialRow | undefined> => {
+  const row = await withGrants(db).where(eq(credentials.id, id)).get();
+  return row && parsed(row);
+};
+
+/** One page, newest first; with a workspace, only the credentials granted it (each checked by the grants' key). */
+export const listCredentialsPage = async (db: Db, workspaceId: string | undefined, after: string | undefined, take: number): Promise<CredentialRow[]> => {
+  const rows = await withGrants(db)
+    .where(
+      and(
+        after === undefined ? undefined : lt(credentials.id, after),
+        workspaceId === undefined
+          ? undefined
+          : sql`exists (select 1 from ${credentialWorkspaces} where ${credentialWorkspaces.credentialId} = ${credentials.id} and ${credentialWorkspaces.workspaceId} = ${workspaceId})`,
+      ),
+    )
+    .orderBy(desc(credentials.id))
+    .limit(take);
+  return rows.map(parsed);
 };
 
 type NewCredential = {
