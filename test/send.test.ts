@@ -249,6 +249,22 @@ describe("send over HTTP", () => {
     expectError(await t.call("GET", `${t.ws}/campaigns/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T/deliveries`), 404, "not_found");
   });
 
+  it("finds one subscriber's delivery of a campaign by subscriber_id (did this person get it?)", async () => {
+    const t = await tenant();
+    const ids = await seedSubscribers(t.workspace.id, 4);
+    const campaign = await createCampaign(t);
+    await waitForOperation(t, (await sendCampaign(t, campaign.id)).id);
+    const url = `${t.ws}/campaigns/${campaign.id}/deliveries`;
+    const one = await t.call("GET", `${url}?subscriber_id=${ids[2]}`);
+    expect(one.status, one.text).toBe(200);
+    expect(one.body.data).toHaveLength(1);
+    expect(one.body.data[0]).toMatchObject({ subscriber_id: ids[2], status: "sent" });
+    expect(one.body.pagination).toEqual({ has_more: false, next_cursor: null });
+    expect((await t.call("GET", `${url}?subscriber_id=${ids[2]}&status=failed`)).body.data).toEqual([]);
+    expect((await t.call("GET", `${url}?subscriber_id=sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`)).body.data).toEqual([]);
+    expectError(await t.call("GET", `${url}?subscriber_id=cmp_x`), 400, "validation_failed", "subscriber_id");
+  });
+
   it("a scheduled campaign waits as scheduled, then starts on time through the queue delay", async () => {
     const t = await tenant();
     await seedSubscribers(t.workspace.id, 4);

@@ -1,7 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { CredentialRow } from "../credentials/credentials.repository";
-import { idPrefixes } from "../lib/ids";
-import { afterQuery, idParam, isoDateTime, limitQuery, optionalText, queryString, requiredText } from "../lib/schemas";
+import { afterQuery, idParam, idQuery, isoDateTime, limitQuery, optionalText, requiredText } from "../lib/schemas";
 import { iso } from "../lib/time";
 import { scopes } from "../lib/types";
 
@@ -27,10 +26,7 @@ export const CredentialParams = z.object({ credential_id: idParam("credential", 
 export const ListCredentialsQuery = z.strictObject({
   limit: limitQuery,
   after: afterQuery,
-  workspace_id: queryString()
-    .regex(new RegExp(`^${idPrefixes.workspace}[0-9A-Za-z]{1,64}$`), { error: `must be a workspace id: ${idPrefixes.workspace} followed by 1 to 64 letters and digits` })
-    .optional()
-    .openapi({ description: "Only the credentials that may access this workspace." }),
+  workspace_id: idQuery("workspace", "Only the credentials that may access this workspace."),
 });
 
 export const CredentialSchema = z

@@ -155,6 +155,15 @@ const givenOnce = (issue: z.core.$ZodRawIssue) => (Array.isArray(issue.input) ? 
 
 export const queryString = () => z.string({ error: givenOnce });
 
+/** An id as a query filter (`?workspace_id=ws_…`): the same rule as in a path, given once. */
+export const idQuery = (kind: IdKind, description: string) =>
+  queryString()
+    .regex(new RegExp(`^${idPrefixes[kind]}[0-9A-Za-z]{1,64}$`), {
+      error: `must be ${article(kind)} ${kind} id: ${idPrefixes[kind]} followed by 1 to 64 letters and digits`,
+    })
+    .optional()
+    .openapi({ description, example: `${idPrefixes[kind]}01JD6Q3Z6W9X8B4N2M5K7P1R3T` });
+
 export const queryEnum = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: givenOnce });
 
 /** Trimmed query text of 1 to `max` characters, under the same character rules as body text. */

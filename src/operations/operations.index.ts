@@ -15,13 +15,13 @@ export const operationsRouter = createRouter()
   })
   .openapi(listDeliveries, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
-    const { limit, after, status } = c.req.valid("query");
-    const scope = listScope(`deliveries:${campaign_id}`, { status });
+    const { limit, after, ...filter } = c.req.valid("query");
+    const scope = listScope(`deliveries:${campaign_id}`, filter);
     const position = await afterPosition(c, scope, after);
     // One round trip: the campaign's presence in the workspace and the page, read together.
     const [campaign, rows] = await c.var.db.batch([
       campaignInWorkspace(c.var.db, workspace_id, campaign_id),
-      listDeliveriesPage(c.var.db, campaign_id, status, position, limit + 1),
+      listDeliveriesPage(c.var.db, campaign_id, filter, position, limit + 1),
     ]);
     if (campaign.length === 0) throw notFound("campaign", campaign_id);
     return c.json(await toPage(c, scope, rows, limit, serializeDelivery), 200);

@@ -13,12 +13,12 @@ export const findOperation = (db: Db, workspaceId: string, id: string) =>
 
 /**
  * A campaign's deliveries, newest first: keyset on the (campaign_id, id) index, or with a status on
- * (campaign_id, status, id).
+ * (campaign_id, status, id); a subscriber's is one lookup on (campaign_id, subscriber_id).
  */
 export const listDeliveriesPage = (
   db: Db,
   campaignId: string,
-  status: (typeof deliveryStatuses)[number] | undefined,
+  filter: { status?: (typeof deliveryStatuses)[number]; subscriber_id?: string },
   after: string | undefined,
   take: number,
 ) =>
@@ -28,7 +28,8 @@ export const listDeliveriesPage = (
     .where(
       and(
         eq(deliveries.campaignId, campaignId),
-        status === undefined ? undefined : eq(deliveries.status, status),
+        filter.status === undefined ? undefined : eq(deliveries.status, filter.status),
+        filter.subscriber_id === undefined ? undefined : eq(deliveries.subscriberId, filter.subscriber_id),
         after === undefined ? undefined : lt(deliveries.id, after),
       ),
     )

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { type deliveries, deliveryStatuses, type operations } from "../db/schema";
-import { afterQuery, idParam, isoDateTime, limitQuery, queryEnum, WorkspaceParams } from "../lib/schemas";
+import { afterQuery, idParam, idQuery, isoDateTime, limitQuery, queryEnum, WorkspaceParams } from "../lib/schemas";
 import { iso } from "../lib/time";
 import { type IntegrationSlug, integrationSlugs } from "../sending/integrations/slugs";
 
@@ -75,6 +75,7 @@ export const ListDeliveriesQuery = z.strictObject({
   status: queryEnum(deliveryStatuses)
     .optional()
     .openapi({ description: "Only deliveries with this status (the failed ones of a large send, say): a range scan, any depth." }),
+  subscriber_id: idQuery("subscriber", "Only this subscriber's delivery (a campaign has at most one per subscriber): did this person get it, and what became of it."),
 });
 
 export const serializeOperation = (row: typeof operations.$inferSelect): Operation => ({
