@@ -135,7 +135,7 @@ describe("rendering", () => {
     expect(rejection({ html: '<a {{ subscriber.email | remove: "bob@example.com" }}href="{{ subscriber.location }}">x</a>' }).message).toContain("whose name Liquid writes");
     // Text that never renders is no markup: a comment, a raw block, an untaken branch.
     expect(at('<a {% comment %}<b>{% endcomment %} href="{{ subscriber.location }}">x</a>', js)).toBe('<a  href="#">x</a>');
-    expect(at('<a {% if false %}>{% endif %} href="{{ subscriber.location }}">x</a>', js)).toBe('<a  href="#">x</a>');
+    // (A branch that would end the tag only when taken is refused: see "reads each Liquid branch".)
     expect(at('{% raw %}<a title="{% endraw %}" href="{{ subscriber.location }}">x</a>', js)).toBe('<a title="" href="#">x</a>');
     expect(at('{% raw %}{{ <a title=" }}" href="{% endraw %}{{ subscriber.location }}">x</a>', js)).toBe('{{ <a title=" }}" href="#">x</a>');
     // A value before the template's own colon names the scheme: only a safe name passes.
@@ -179,9 +179,39 @@ describe("rendering", () => {
     // Handlers stay refused whatever stands before them in the tag.
     expect(rejection({ html: '<a title="<b>" onclick="this.title=\'{{ subscriber.name }}\'" href="/">x</a>' }).message).toContain("event-handler attribute");
     expect(rejection({ html: '<img alt="icon <i>" src="a.png" onerror="this.title=\'{{ subscriber.name }}\'">' }).message).toContain("event-handler attribute");
-    // A comment and a style hold no tags: markup in them opens nothing.
+    // A comment holds no tags: markup in it opens nothing.
     expect(at('<!-- <a href=" --><p>{{ subscriber.location }}</p>', { location: js })).toBe(`<!-- <a href=" --><p>${js}</p>`);
-    expect(at('<style>/* <a href=" */</style><p title="{{ subscriber.name }}">t</p>', { name: "a b" })).toBe('<style>/* <a href=" */</style><p title="a b">t</p>');
+    // Only HTML's own whitespace separates: a no-break space after = starts an unquoted value.
+    expect(at('<a title=\u00a0"x>y</a><a class={{ subscriber.name }}>z</a>', { name: "x onmouseover=alert(1)" })).toContain("<a class=x&#32;onmouseover&#61;alert(1)>");
+    // `</` before anything but a letter is a bogus comment to its first `>`: quotes in it open nothing.
+    expect(at('</3 title="><a class={{ subscriber.name }}>x</a>">', { name: "x onmouseover=alert(1)" })).toContain("<a class=x&#32;onmouseover&#61;alert(1)>");
+  });
+
+  it("reads each Liquid branch as a browser reads what it prints: one that opens or closes a tag, quote or comment only when taken refuses every value after it", () => {
+    const refused = (html: string) => expect(rejection({ html }).message, html).toContain("after markup that readers would read differently");
+    refused('<a title=x{% if subscriber.tags contains "vip" %}>{% endif %} class={{ subscriber.name }} href="https://example.com/">x</a>');
+    refused('<a {% if subscriber.tags contains "vip" %}title="{% endif %} class={{ subscriber.name }} x="y">x</a>');
+    refused('{% if subscriber.tags contains "vip" %}<!--{% endif %}<a class={{ subscriber.name }}>x</a>-->');
+    refused('{% if false %}<a title="{% endif %}<a class={{ subscriber.name }}>x</a>');
+    refused('{% case subscriber.source %}{% when "x" %}<a title="{% endcase %}<a class={{ subscriber.name }}>x</a>');
+    refused('{% for t in subscriber.tags %}<a title="{% if t == "vip" %}{% break %}{% endif %}">x</a>{% endfor %}<a class={{ subscriber.name }}>y</a>');
+    refused('{% capture open %}<a title="{% endcapture %}<p class={{ subscriber.name }}>x</p>');
+    // What a browser reads as text but a tag reader would not (a title, a noscript, a style holding a tag).
+    refused('<title>What\'s new <b title="</title><img src=x alt={{ subscriber.name }}>');
+    refused('<noscript><p title="</noscript><img src=x alt={{ subscriber.name }}>">');
+    refused('<style>/* <a href=" */</style><p title="{{ subscriber.name }}">t</p>');
+    // Branches that are complete markup, inside a tag or a value too, are fine, as are values before an uneven branch.
+    for (const html of [
+      '{% if subscriber.name %}<p class="vip">VIP</p>{% else %}<p>Hi</p>{% endif %}<a href="{{ subscriber.location }}">x</a>',
+      '<a class="btn{% if subscriber.name %} btn-vip{% endif %}" {% if subscriber.name %}target="_blank" {% endif %}href="{{ subscriber.location }}">x</a>',
+      '<a href="{% if subscriber.name %}https://a.example{% else %}https://b.example{% endif %}/{{ subscriber.location }}">x</a>',
+      '{% if subscriber.name %}<a href="{% if subscriber.location %}https://a.example{% else %}https://b.example{% endif %}">Go</a>{% endif %}',
+      '<ul>{% for t in subscriber.tags %}<li title="{{ t }}">{{ t }}</li>{% endfor %}</ul>',
+      '<title>{{ subscriber.name }} &lt;news@example.com&gt;</title><p>{{ subscriber.name }}</p>',
+      '<p>{{ subscriber.name }}</p>{% if subscriber.name %}<!--{% endif %}',
+    ]) {
+      expect(() => validateCampaignContent(content({ html })), html).not.toThrow();
+    }
   });
 
   it("refuses a value where no escaping makes it safe: a tag's name, srcdoc, SVG animation, base, link, script and meta refresh", () => {
@@ -192,6 +222,9 @@ describe("rendering", () => {
     refused('<svg><a href="/"><animate attributeName="href" values="{{ subscriber.location }}"/>x</a></svg>', "SVG animation");
     refused('<svg><set attributeName="href" to="{{ subscriber.location }}"/></svg>', "SVG animation");
     refused('<meta http-equiv="refresh" content="0;url={{ subscriber.location }}">', "<meta http-equiv>");
+    refused('<meta content="0;url={{ subscriber.location }}"http-equiv="refresh">', "<meta http-equiv>");
+    refused('<meta/http-equiv="refresh" content="0;url={{ subscriber.location }}">', "<meta http-equiv>");
+    refused('<meta {% if true %}http-equiv{% endif %}="refresh" content="0;url={{ subscriber.location }}">', "<meta http-equiv>");
     refused('<base href="{{ subscriber.location }}">', "<base>");
     refused('<link rel="stylesheet" href="{{ subscriber.location }}">', "<link>");
     refused('<script src="{{ subscriber.location }}"></script>', "<script>");

@@ -112,6 +112,12 @@ const guardFor = (place: Place, line: () => number) => {
   if (place === "document") {
     throw new UnsafeOutputPlace(line(), "a value cannot be printed into <base>, <link>, <script> or <meta http-equiv>: they rebase, load or redirect the whole message");
   }
+  if (place === "unsettled") {
+    throw new UnsafeOutputPlace(
+      line(),
+      "a value cannot be printed after markup that readers would read differently: a Liquid branch or loop that leaves a tag, quote or comment open (or closes one) only when it runs, or a <title>, <textarea>, <noscript> or <style> holding what looks like a tag; make each branch complete markup",
+    );
+  }
   if (place === null) return escapeOutput;
   const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeOutput;
   return place.unquoted ? unquotedOf(base, place.alone) : base;
