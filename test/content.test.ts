@@ -241,7 +241,13 @@ describe("rendering", () => {
     expect(at('<p style="font-family:{{ subscriber.name }}">t</p>', "Helvetica Neue, Arial")).toBe('<p style="font-family:Helvetica Neue, Arial">t</p>');
     expect(at("<p style=width:{{ subscriber.name }}>t</p>", "50 %")).toBe("<p style=width:50&#32;%>t</p>");
     expect(at("<style>p { color: {{ subscriber.name }} }</style><p>t</p>", "red")).toBe("<style>p { color: red }</style><p>t</p>");
-    for (const attack of ["red;background:url(https://evil.example/s)", "red}*{background:red", "@import url(x.css)", "expression(alert(1))", "url(javascript:alert(1))", 'red" onclick="x', "red\\3b"]) {
+    // Colours, font lists, sizes, gradients: functions that load nothing, quotes (as references in an attribute, as is in a style element).
+    expect(at('<p style="color:{{ subscriber.name }}">t</p>', "rgb(26, 115, 232)")).toBe('<p style="color:rgb(26, 115, 232)">t</p>');
+    expect(at('<p style="font-family:{{ subscriber.name }}">t</p>', "'Open Sans', Arial")).toBe('<p style="font-family:&#39;Open Sans&#39;, Arial">t</p>');
+    expect(at("<style>p { font-family: {{ subscriber.name }} }</style><p>t</p>", "'Open Sans', Arial")).toBe("<style>p { font-family: 'Open Sans', Arial }</style><p>t</p>");
+    expect(at('<p style="width:{{ subscriber.name }}">t</p>', "calc(100% - 20px) !important")).toBe('<p style="width:calc(100% - 20px) !important">t</p>');
+    expect(at('<p style="background:{{ subscriber.name }}">t</p>', "linear-gradient(#fff, #000)")).toBe('<p style="background:linear-gradient(#fff, #000)">t</p>');
+    for (const attack of ["red;background:url(https://evil.example/s)", "red}*{background:red", "@import url(x.css)", "expression(alert(1))", "url(javascript:alert(1))", "url(x.png)", "image-set(x.png 1x)", 'red" onclick="x', "red\\3b", "red</style><script>"]) {
       expect(at('<p style="color:{{ subscriber.name }}">t</p>', attack), attack).toBe('<p style="color:">t</p>');
       expect(at("<style>p { color: {{ subscriber.name }} }</style><p>t</p>", attack), attack).toBe("<style>p { color:  }</style><p>t</p>");
     }

@@ -44,19 +44,33 @@ function escapeSchemeName(this: FilterThis, value: unknown): string {
 }
 
 /**
- * CSS a value may be (a colour, a size, a font's name): letters, digits, spaces and `# % . , + - _`.
- * Anything else could end the declaration or the rule and start others (`red;background:url(…)`,
- * `}*{…}`, `@import`, `expression(…)`): such a value prints nothing.
+ * CSS a value may be: a colour, a size, a font list, a gradient (`#3366ff`, `rgb(26, 115, 232)`,
+ * `'Open Sans', Arial`, `16px !important`, `calc(100% - 20px)`): letters, digits, spaces, quotes and
+ * `# % . , + - _ ( ) / * !`, with only the functions below. Anything else could end the declaration
+ * or the rule and start others (`red;background:url(…)`, `}*{…}`, `@import`), load something
+ * (`url(…)`, `image-set(…)`) or spell either with escapes (`\`): such a value prints nothing.
  */
-const CSS_VALUE = /^[\p{L}\p{N}\s#%.,+_-]*$/u;
+const CSS_VALUE = /^[\p{L}\p{N}\s#%.,+_\-()'"/*!]*$/u;
+const CSS_FUNCTIONS: ReadonlySet<string> = new Set([
+  "rgb", "rgba", "hsl", "hsla", "hwb", "lab", "lch", "oklab", "oklch", "color", "calc", "min", "max", "clamp", "var",
+  "linear-gradient", "radial-gradient", "conic-gradient", "repeating-linear-gradient", "repeating-radial-gradient",
+]);
+const cssValue = (text: string): boolean =>
+  CSS_VALUE.test(text) && [...text.matchAll(/([\p{L}\p{N}_-]*)\s*\(/gu)].every((m) => m[1] === "" || CSS_FUNCTIONS.has((m[1] as string).toLowerCase()));
 
 function escapeCss(this: FilterThis, value: unknown): string {
   const text = stringify(value);
-  return escapeOutput.call(this, CSS_VALUE.test(text) ? text : "");
+  return escapeOutput.call(this, cssValue(text) ? text : "");
+}
+
+/** In a style element's text (read as is: no character references): the value itself, which holds no `<` or `&`. */
+function escapeCssText(this: FilterThis, value: unknown): string {
+  const text = stringify(value);
+  return cssValue(text) ? text : "";
 }
 
 type Escape = typeof escapeOutput;
-const ESCAPES = new Set<unknown>([escapeOutput, escapeUrl, escapeSchemeName, escapeCss]);
+const ESCAPES = new Set<unknown>([escapeOutput, escapeUrl, escapeSchemeName, escapeCss, escapeCssText]);
 
 /**
  * An escaping for an unquoted attribute value: the same, and kept inside the value; `alone`, for a
@@ -119,6 +133,7 @@ const guardFor = (place: Place, line: () => number) => {
     );
   }
   if (place === null) return escapeOutput;
+  if (place.css === "element") return escapeCssText;
   const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeOutput;
   return place.unquoted ? unquotedOf(base, place.alone) : base;
 };

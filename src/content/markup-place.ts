@@ -25,7 +25,7 @@ export const TAG_WINDOW = 8 * 1024;
  * Where what a template prints at `begin` of `source` lands: in text (null); inside a tag, with
  * `url` saying whether it is in a URL attribute whose scheme the template's own text has not fixed
  * (`open`, or `beforeColon`: right before the template's own colon), `unquoted` whether its value
- * has no quotes to stay inside and `css` whether it is CSS (also in a style element); or a place no
+ * has no quotes to stay inside and `css` whether it is CSS (an attribute's, or a style element's text); or a place no
  * escaping makes safe: an event handler's value (`handler`), a script (`script`), a tag's name
  * (`tagName`), an attribute whose name Liquid writes (`liquidName`), an iframe's `srcdoc` (`markup`),
  * an SVG animation (`animation`), a `<base>`, `<link>`, `<script>` or `<meta http-equiv>` tag
@@ -33,7 +33,7 @@ export const TAG_WINDOW = 8 * 1024;
  * far into a tag (`far`).
  */
 export type Place =
-  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; css?: boolean }
+  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; css?: "attribute" | "element" }
   | "handler"
   | "liquidName"
   | "script"
@@ -73,7 +73,7 @@ export const outputPlace = (source: string, begin: number): Place => {
   const at = piece?.begin ?? begin;
   if (at >= masking.unsettled) return "unsettled";
   if (rangeAt(masking.scripts, at)) return "script";
-  if (rangeAt(masking.styles, at)) return { url: null, unquoted: false, css: true };
+  if (rangeAt(masking.styles, at)) return { url: null, unquoted: false, css: "element" };
   const open = lastBefore(masking.opens, at);
   if (open === -1) return null;
   // The tag ended before the value, with no Liquid inside it that could hide its `>`: text.
@@ -115,7 +115,7 @@ export const outputPlace = (source: string, begin: number): Place => {
   const end = piece?.end ?? begin;
   const next = masked[end] ?? "";
   const alone = unquoted && scanned.state === "afterEquals" && (next === "" || next === ">" || next === "/" || isHtmlSpace(next));
-  if (quoting !== "text" && named && ownName === "style") return { url: null, unquoted, alone, css: true };
+  if (quoting !== "text" && named && ownName === "style") return { url: null, unquoted, alone, css: "attribute" };
   const m = URL_ATTRIBUTE.exec(tag);
   if (!m) return quoting === "text" ? null : { url: null, unquoted, alone };
   const value = m[2] ?? m[3] ?? m[4] ?? "";
