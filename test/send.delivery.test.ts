@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_BATCH_CHARACTERS, MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
+import { MAX_BATCH_BYTES, MAX_DELIVERY_ATTEMPTS, utf8Length } from "../src/sending/deliver";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
@@ -76,25 +76,33 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     });
   });
 
-  it("bounds a batch by the characters it carries: what would pass MAX_BATCH_CHARACTERS goes in a batch of its own, each recipient mailed once", async () => {
+  it("bounds a batch by the UTF-8 bytes it carries: what would pass MAX_BATCH_BYTES goes in a batch of its own, each recipient mailed once", async () => {
     const h = await harness("live");
     await seedSubscribers(h.t.workspace.id, 25);
     const resend = mockResend();
-    // About 400 KB per message: 25 of them are 10 MB, more than one batch may carry.
-    const html = `<p>Hi {{ subscriber.name }}</p><p>${"Long read. ".repeat(40_000)}</p>`;
+    // About 160,000 characters and 400 KB per message (three bytes a character in Japanese): 25 of
+    // them are 10 MB, more than one batch may carry.
+    const html = `<p>Hi {{ subscriber.name }}</p><p>${"長い記事です。".repeat(19_000)}</p>`;
     const campaign = await createCampaign(h.t, { subject: "Long", html, text: "Plain {{ subscriber.name }}" });
     const op = await send(h.t, campaign.id, { integration_slug: "resend" });
     await h.drain();
 
     const keys = [...new Set(resend.calls.map((call) => call.key))];
     expect(keys).toHaveLength(2);
-    const sizeOf = (m: (typeof resend.calls)[number]["messages"][number]) => m.subject.length + (m.html?.length ?? 0) + m.text.length;
-    for (const call of resend.calls) expect(call.messages.reduce((sum, m) => sum + sizeOf(m), 0)).toBeLessThanOrEqual(MAX_BATCH_CHARACTERS);
+    const utf8 = new TextEncoder();
+    const sizeOf = (m: (typeof resend.calls)[number]["messages"][number]) =>
+      utf8.encode(m.subject).length + utf8.encode(m.html ?? "").length + utf8.encode(m.text).length;
+    for (const call of resend.calls) expect(call.messages.reduce((sum, m) => sum + sizeOf(m), 0)).toBeLessThanOrEqual(MAX_BATCH_BYTES);
     // As many as fit in the first batch (every message is about the same size), the rest in the second.
-    const fit = Math.floor(MAX_BATCH_CHARACTERS / sizeOf(resend.calls[0]!.messages[0]!));
+    const fit = Math.floor(MAX_BATCH_BYTES / sizeOf(resend.calls[0]!.messages[0]!));
     expect(resend.calls.map((call) => call.messages.length)).toEqual([fit, 25 - fit]);
     expectEachMailedOnce(resend, 25);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 25, delivered: 25, failed: 0 } });
+  });
+
+  it("counts UTF-8 bytes as an encoder does", () => {
+    const utf8 = new TextEncoder();
+    for (const text of ["", "ascii", "café", "長い記事", "😀 emoji", "\ud800 lone", "a\u07ffb\u0800c"]) expect(utf8Length(text), text).toBe(utf8.encode(text).length);
   });
 
   it("waits out a 429's Retry-After (every sender paused), then retries the message under the same key", async () => {

@@ -16,12 +16,27 @@ import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, ty
 const RENDERS_BETWEEN_YIELDS = 10;
 
 /**
- * Characters of rendered mail (subject, html, text) one batch carries at most: a request's body and
- * the step's memory stay bounded whatever the template renders to (a message may be 3 MiB; an
- * isolate has 128 MB). The first message always goes; those that would pass the bound go in a
- * batch of their own, as members held back do.
+ * Bytes of rendered mail (subject, html and text, in UTF-8, as the request carries them) one batch
+ * carries at most: a request's body and the step's memory stay bounded whatever the template renders
+ * to (a message may be 3 MiB of characters; an isolate has 128 MB). The first message always goes;
+ * those that would pass the bound go in a batch of their own, as members held back do.
  */
-export const MAX_BATCH_CHARACTERS = 8 * 1024 * 1024;
+export const MAX_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** The UTF-8 length of `text`, without encoding it. */
+export const utf8Length = (text: string): number => {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0xd800 && code <= 0xdbff) {
+      // A surrogate pair: 4 bytes for its 2 units.
+      bytes += 2;
+      i++;
+    } else if (code >= 0x800) bytes += 2;
+    else if (code >= 0x80) bytes += 1;
+  }
+  return bytes;
+};
 
 /** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */
 export const MAX_DELIVERY_ATTEMPTS = 5;
@@ -123,8 +138,8 @@ const handOver = async (
 ): Promise<{ deferred: Extract<BatchAnswer, { kind: "deferred" }> } | { settlements: Settlement[]; lastSeq: number; retryAfterSeconds?: number }> => {
   const local = new Map<string, DeliveryError>();
   const emails: OutboundEmail[] = [];
-  let characters = 0;
-  // Before the batch's first request, the batch is what fits in MAX_BATCH_CHARACTERS; after it, its
+  let bytes = 0;
+  // Before the batch's first request, the batch is what fits in MAX_BATCH_BYTES; after it, its
   // members are fixed (they fitted then).
   let full = false;
   for (const [i, row] of rows.entries()) {
@@ -145,12 +160,12 @@ const handOver = async (
         local.set(row.id, renderFailed(err));
         continue;
       }
-      const size = email.subject.length + (email.html?.length ?? 0) + email.text.length;
-      if (latest === 0 && emails.length > 0 && characters + size > MAX_BATCH_CHARACTERS) {
+      const size = utf8Length(email.subject) + utf8Length(email.html ?? "") + utf8Length(email.text);
+      if (latest === 0 && emails.length > 0 && bytes + size > MAX_BATCH_BYTES) {
         full = true;
         continue;
       }
-      characters += size;
+      bytes += size;
       emails.push(email);
     }
   }
