@@ -165,6 +165,8 @@ describe("configuration problems", () => {
       const health = await resend({ RESEND_MAX_RPS: rps })("GET", "/health");
       expect(health.body.checks.resend, rps).toEqual({ status: "warning", message: `RESEND_MAX_RPS (${rps}) is not a positive number of requests a second: sending at Resend's default, 2` });
     }
+    expect((await resend({ RESEND_MAX_RPS: "1e9" })("GET", "/health")).body.checks.resend).toEqual({ status: "warning", message: expect.stringMatching(/^RESEND_MAX_RPS \(1e9\) is more requests a second than a Resend account is granted/) });
+    expect((await resend({ RESEND_MAX_RPS: "10" })("GET", "/health")).body.checks.resend.status).toBe("ok");
     const badUrl = resend({ RESEND_BASE_URL: "not a url" });
     const health = await badUrl("GET", "/health");
     expect(health.status).toBe(503);
@@ -242,8 +244,11 @@ describe("configuration problems", () => {
     expect(await signerFor(rotated).verify("p", "m", a)).toBe(false);
     expect(await signerFor({ ...rotated, CURSOR_SECRET_PREVIOUS: shared }).verify("p", "m", a)).toBe(true);
     expect(await signerFor({ ...rotated, CURSOR_SECRET_PREVIOUS: shared }).verify("q", "m", a)).toBe(false);
-    // The service's key alone does not take the override's signatures.
+    // The service's key alone does not take the override's signatures; going back to it, naming the
+    // override as the previous key, keeps them.
     expect(await signerFor({ DB: db }).verify("p", "m", a)).toBe(false);
+    expect(await signerFor({ DB: db, CURSOR_SECRET_PREVIOUS: shared }).verify("p", "m", a)).toBe(true);
+    expect(await signerFor({ DB: db, CURSOR_SECRET_PREVIOUS: shared }).sign("p", "m")).toBe(b);
   });
 
   it("/health warns about secrets short enough to guess", async () => {

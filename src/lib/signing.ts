@@ -79,17 +79,17 @@ const matches = async (key: CryptoKey, purpose: string, message: string, given: 
 };
 
 /**
- * The keys a signature may have been made with, newest first: the one that signs now, then, with
- * CURSOR_SECRET set, CURSOR_SECRET_PREVIOUS (a rotation) and the service's own key (adopting the
- * override), so that no link already mailed stops working when the key that signs changes.
+ * The keys a signature may have been made with, newest first: the one that signs now, then
+ * CURSOR_SECRET_PREVIOUS when set (a rotation, or a return to the service's own key), then, with
+ * CURSOR_SECRET set, the service's own key (adopting the override): no link already mailed stops
+ * working when the key that signs changes.
  */
 const verifyingKeys = (env: KeyEnv): (() => Promise<CryptoKey>)[] => {
-  if (!env.CURSOR_SECRET) return [() => keyFor(env)];
   const previous = env.CURSOR_SECRET_PREVIOUS;
   return [
     () => keyFor(env),
     ...(previous ? [() => keyFor({ DB: env.DB, CURSOR_SECRET: previous })] : []),
-    () => keyFor({ DB: env.DB, CURSOR_SECRET: undefined }),
+    ...(env.CURSOR_SECRET ? [() => keyFor({ DB: env.DB, CURSOR_SECRET: undefined })] : []),
   ];
 };
 

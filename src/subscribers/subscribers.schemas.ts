@@ -93,6 +93,7 @@ export const UpdateSubscriberBody = z
   })
   .openapi("UpdateSubscriberRequest", {
     minProperties: 1,
+    example: { name: "Ada King", add_tags: ["vip"] },
     // What the refinement says: `tags` replaces the list, so it comes alone.
     not: { anyOf: [{ required: ["tags", "add_tags"] }, { required: ["tags", "remove_tags"] }] },
   });

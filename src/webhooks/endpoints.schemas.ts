@@ -53,7 +53,7 @@ export const UpdateEndpointBody = z
   .refine((body) => Object.values(body).some((v) => v !== undefined), {
     error: "must contain at least one of: url, events, description, enabled",
   })
-  .openapi("UpdateWebhookEndpointRequest", { minProperties: 1 });
+  .openapi("UpdateWebhookEndpointRequest", { minProperties: 1, example: { enabled: false } });
 
 export const ListEndpointsQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
 

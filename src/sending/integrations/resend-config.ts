@@ -6,6 +6,9 @@ import { ApiError } from "../../errors/api-error";
 
 export type ConfigFinding = { status: "ok" | "warning" | "failed"; message: string };
 
+/** More requests a second than any Resend account is granted: a rate above it is a typo (1e9) or a guess. */
+const PLAUSIBLE_RPS = 100;
+
 /** RESEND_BASE_URL as requests are made to it, or what is wrong with it. */
 export const resendBaseUrl = (env: Pick<Env, "RESEND_BASE_URL">): { url: string } | { problem: string } => {
   const value = env.RESEND_BASE_URL || "https://api.resend.com";
@@ -46,6 +49,11 @@ export const resendConfigFindings = (env: Pick<Env, "RESEND_BASE_URL" | "RESEND_
   const rps = Number(env.RESEND_MAX_RPS);
   if (env.RESEND_MAX_RPS !== undefined && env.RESEND_MAX_RPS !== "" && !(Number.isFinite(rps) && rps > 0)) {
     findings.push({ status: "warning", message: `RESEND_MAX_RPS (${env.RESEND_MAX_RPS}) is not a positive number of requests a second: sending at Resend's default, 2` });
+  } else if (rps > PLAUSIBLE_RPS) {
+    findings.push({
+      status: "warning",
+      message: `RESEND_MAX_RPS (${env.RESEND_MAX_RPS}) is more requests a second than a Resend account is granted: set the account's own rate (2 by default), or sends meet 429s`,
+    });
   }
   if (!env.RESEND_WEBHOOK_SECRET) {
     findings.push({
