@@ -182,6 +182,19 @@ describe("configuration problems", () => {
     expect(test.body.error.code).toBe("configuration_error");
   });
 
+  it("a send on a database behind the code is refused (503) before it is accepted: no operation, the campaign still a draft", async () => {
+    const t = await tenant();
+    const newsletter = (await call("POST", `${t.ws}/newsletters`, { token: t.token, body: { name: "N", from_email: "n@example.com" } })).body.data;
+    const campaign = (await call("POST", `${t.ws}/campaigns`, { token: t.token, body: { newsletter_id: newsletter.id, subject: "S" } })).body.data;
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    await env.DB.exec("ALTER TABLE deliveries DROP COLUMN bounce_type");
+    const res = await call("POST", `${t.ws}/campaigns/${campaign.id}/send`, { token: t.token, body: {} });
+    expect(res.status, res.text).toBe(503);
+    expect(res.body.error).toMatchObject({ code: "configuration_error", message: expect.stringContaining("migrations") });
+    expect((await call("GET", `${t.ws}/campaigns/${campaign.id}`, { token: t.token })).body.data.status).toBe("draft");
+    expect((await env.DB.prepare("SELECT count(*) AS n FROM operations WHERE campaign_id = ?").bind(campaign.id).first<{ n: number }>())?.n).toBe(0);
+  });
+
   it("a database behind the code (a column missing): /health fails, naming it, with the commands to migrate", async () => {
     await env.DB.exec("ALTER TABLE webhook_endpoints DROP COLUMN description");
     const health = await call("GET", "/health");

@@ -5,9 +5,7 @@ import { ApiError } from "../errors/api-error";
 import { errorResponse, requestIdHeader } from "../errors/openapi";
 import { publicLimitWait } from "../middleware/client-ip";
 import type { AppEnv } from "../lib/types";
-import { getTableConfig, SQLiteTable } from "drizzle-orm/sqlite-core";
-import { is } from "drizzle-orm";
-import * as schema from "../db/schema";
+import { schemaProbeQueries } from "../db/schema-probe";
 import { MIGRATE_HINT } from "../errors/configuration";
 import { publicOrigin } from "../sending/compose";
 import { resendConfigFindings } from "../sending/integrations/resend-config";
@@ -80,26 +78,11 @@ export const healthRoute = createRoute({
 type Health = z.infer<typeof HealthSchema>;
 type Check = Health["checks"]["database"];
 
-/**
- * One statement per table the code uses, reading every column it knows of (no rows): a database
- * behind the code (a deploy without its migrations) fails on the first table or column it lacks.
- */
-const schemaProbe = (d1: D1Database) =>
-  (Object.values(schema) as unknown[])
-    .filter((table): table is SQLiteTable => is(table, SQLiteTable))
-    .map((table) => {
-      const config = getTableConfig(table);
-      // Columns named by their keys take the database's snake_case (src/db/client.ts). Backquoted:
-      // SQLite reads a double-quoted name it does not know as a string, which would hide it.
-      const names = config.columns.map((column) => (column.keyAsName ? column.name.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`) : column.name));
-      return d1.prepare(`SELECT ${names.map((name) => `\`${name}\``).join(", ")} FROM \`${config.name}\` LIMIT 0`);
-    });
-
 const databaseCheck = async (c: Context<AppEnv>): Promise<Check> => {
   const d1 = c.var.db.$client;
   try {
     // One round trip: the signing key's row, then the probe.
-    const [keys] = await d1.batch<{ n: number }>([d1.prepare("SELECT count(*) AS n FROM service_keys WHERE name = 'signing'"), ...schemaProbe(d1)]);
+    const [keys] = await d1.batch<{ n: number }>([d1.prepare("SELECT count(*) AS n FROM service_keys WHERE name = 'signing'"), ...schemaProbeQueries().map((query) => d1.prepare(query))]);
     const signing = keys?.results[0]?.n;
     return {
       status: "ok",

@@ -80,8 +80,10 @@ export const startCampaignSend = async (c: Context<AppEnv>, request: SendRequest
       now,
     }),
     { status: 202, resource: "operation", id },
-    // A send that starts now moves the campaign to `sending` in this batch; a scheduled one does so when it starts.
-    { events: [{ type: "campaign.sending", resource: "campaign", id: request.campaignId, onlyIf: sql`status = 'sending'` }] },
+    // A send that starts now moves the campaign to `sending` in this batch; a scheduled one does so
+    // when it starts. The send's work goes on in the queue, against every table: a database behind
+    // the code refuses it here (503) instead.
+    { events: [{ type: "campaign.sending", resource: "campaign", id: request.campaignId, onlyIf: sql`status = 'sending'` }], probeSchema: true },
   );
   if (!operation) {
     // Nothing changed: the campaign does not exist here, or is not a draft (another send won).
