@@ -200,6 +200,7 @@ describe("rendering", () => {
     refused('<title>What\'s new <b title="</title><img src=x alt={{ subscriber.name }}>');
     refused('<noscript><p title="</noscript><img src=x alt={{ subscriber.name }}>">');
     refused('<style>/* <a href=" */</style><p title="{{ subscriber.name }}">t</p>');
+    refused('<style><!-- </style><a title=" --></style><a class={{ subscriber.name }}>x</a>');
     // Branches that are complete markup, inside a tag or a value too, are fine, as are values before an uneven branch.
     for (const html of [
       '{% if subscriber.name %}<p class="vip">VIP</p>{% else %}<p>Hi</p>{% endif %}<a href="{{ subscriber.location }}">x</a>',
@@ -209,6 +210,8 @@ describe("rendering", () => {
       '<ul>{% for t in subscriber.tags %}<li title="{{ t }}">{{ t }}</li>{% endfor %}</ul>',
       '<title>{{ subscriber.name }} &lt;news@example.com&gt;</title><p>{{ subscriber.name }}</p>',
       '<p>{{ subscriber.name }}</p>{% if subscriber.name %}<!--{% endif %}',
+      // CSS wrapped in a comment, as older email templates write it.
+      '<style type="text/css"><!-- p { color: red; } --></style><p title="{{ subscriber.name }}">t</p>',
     ]) {
       expect(() => validateCampaignContent(content({ html })), html).not.toThrow();
     }

@@ -118,9 +118,18 @@ const readMarkup = (masked: string) => {
     i = found.end + 1;
     const name = bogus || next === "/" ? "" : tagNameAt(masked, lt);
     if (!TEXT_ELEMENTS.has(name)) continue;
-    // Text to its end tag: the first thing that looks like a tag must be that end tag.
+    // Text to its end tag: the first thing that looks like a tag must be that end tag. (An HTML
+    // comment holding nothing tag-like, as old templates wrap their CSS in, reads alike either way.)
     TAG_LIKE.lastIndex = i;
-    const first = TAG_LIKE.exec(masked)?.index ?? -1;
+    let first = TAG_LIKE.exec(masked)?.index ?? -1;
+    while (first !== -1 && masked.startsWith("<!--", first)) {
+      const close = masked.indexOf("-->", first + 4);
+      TAG_LIKE.lastIndex = first + 4;
+      const inside = TAG_LIKE.exec(masked)?.index ?? -1;
+      if (close === -1 || (inside !== -1 && inside < close)) break;
+      TAG_LIKE.lastIndex = close + 3;
+      first = TAG_LIKE.exec(masked)?.index ?? -1;
+    }
     const closes = first !== -1 && name !== "plaintext" && new RegExp(`^</${name}[\\t\\n\\f\\r />]`).test(lower.slice(first, first + name.length + 3));
     if (first !== -1 && !closes) unsettled = Math.min(unsettled, first);
     const content = { begin: i, end: first === -1 ? masked.length : first };
