@@ -101,37 +101,22 @@ export class UnsafeOutputPlace extends Error {
   }
 }
 
+/** Why a value is refused in each place no escaping makes safe. */
+const REFUSALS: Record<Exclude<Place, object | null>, string> = {
+  handler: "a value cannot be printed into an event-handler attribute (on…=): HTML escaping does not make it safe there, and mail clients remove them",
+  script: "a value cannot be printed inside <script>: HTML escaping does not make it safe (or correct, in JSON-LD) there",
+  liquidName: "a value cannot be printed into an attribute whose name Liquid writes: it could be an event handler's; write the attribute's name as markup",
+  far: `a value cannot be printed more than ${TAG_WINDOW / 1024} KB into a tag (from its <): close the tag sooner`,
+  tagName: "a value cannot be printed into a tag's name: it could make the tag a <script>; write the name as markup",
+  markup: "a value cannot be printed into srcdoc: its value is html, which HTML escaping does not keep from running",
+  animation: "a value cannot be printed into an SVG animation (<animate>, <set>, …): it can set its target's href to a script, and mail clients remove them",
+  document: "a value cannot be printed into <base>, <link>, <script> or <meta http-equiv>: they rebase, load or redirect the whole message",
+  unsettled:
+    "a value cannot be printed after markup that readers would read differently: a Liquid branch or loop that leaves a tag, quote or comment open (or closes one) only when it runs, or a <title>, <textarea>, <noscript> or <style> holding what looks like a tag; make each branch complete markup",
+};
+
 const guardFor = (place: Place, line: () => number) => {
-  if (place === "handler") {
-    throw new UnsafeOutputPlace(line(), "a value cannot be printed into an event-handler attribute (on…=): HTML escaping does not make it safe there, and mail clients remove them");
-  }
-  if (place === "script") {
-    throw new UnsafeOutputPlace(line(), "a value cannot be printed inside <script>: HTML escaping does not make it safe (or correct, in JSON-LD) there");
-  }
-  if (place === "liquidName") {
-    throw new UnsafeOutputPlace(line(), "a value cannot be printed into an attribute whose name Liquid writes: it could be an event handler's; write the attribute's name as markup");
-  }
-  if (place === "far") {
-    throw new UnsafeOutputPlace(line(), `a value cannot be printed more than ${TAG_WINDOW / 1024} KB into a tag (from its <): close the tag sooner`);
-  }
-  if (place === "tagName") {
-    throw new UnsafeOutputPlace(line(), "a value cannot be printed into a tag's name: it could make the tag a <script>; write the name as markup");
-  }
-  if (place === "markup") {
-    throw new UnsafeOutputPlace(line(), "a value cannot be printed into srcdoc: its value is html, which HTML escaping does not keep from running");
-  }
-  if (place === "animation") {
-    throw new UnsafeOutputPlace(line(), "a value cannot be printed into an SVG animation (<animate>, <set>, …): it can set its target's href to a script, and mail clients remove them");
-  }
-  if (place === "document") {
-    throw new UnsafeOutputPlace(line(), "a value cannot be printed into <base>, <link>, <script> or <meta http-equiv>: they rebase, load or redirect the whole message");
-  }
-  if (place === "unsettled") {
-    throw new UnsafeOutputPlace(
-      line(),
-      "a value cannot be printed after markup that readers would read differently: a Liquid branch or loop that leaves a tag, quote or comment open (or closes one) only when it runs, or a <title>, <textarea>, <noscript> or <style> holding what looks like a tag; make each branch complete markup",
-    );
-  }
+  if (typeof place === "string") throw new UnsafeOutputPlace(line(), REFUSALS[place]);
   if (place === null) return escapeOutput;
   if (place.css === "element") return escapeCssText;
   const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeOutput;
