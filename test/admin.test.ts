@@ -154,3 +154,18 @@ describe("operator API: reading credentials", () => {
     expectError(await admin("GET", "/admin/credentials/cred_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 404, "not_found", "credential_id");
   });
 });
+
+describe("operator API: reading workspaces", () => {
+  it("lists every workspace newest first, paged, and reads one; an unknown id is a 404", async () => {
+    const made = [await createWorkspace("One"), await createWorkspace("Two"), await createWorkspace("Three")];
+    const first = await admin("GET", "/admin/workspaces?limit=2");
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.data.map((w: { id: string }) => w.id)).toEqual([made[2]?.id, made[1]?.id]);
+    const rest = await admin("GET", `/admin/workspaces?limit=100&after=${encodeURIComponent(first.body.pagination.next_cursor)}`);
+    expect(rest.body.data[0].id).toBe(made[0]?.id);
+    expect((await admin("GET", `/admin/workspaces/${made[1]?.id}`)).body.data).toMatchObject({ id: made[1]?.id, object: "workspace", name: "Two" });
+    expectError(await admin("GET", "/admin/workspaces/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 404, "not_found", "workspace_id");
+    expectError(await admin("GET", "/admin/workspaces?after=nope"), 400, "invalid_cursor", "after");
+    expectError(await call("GET", "/admin/workspaces"), 401, "missing_credential");
+  });
+});

@@ -8,9 +8,17 @@ import { sha256Hex } from "../lib/crypto";
 import { afterPosition, envelope, listScope, toPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { type AppEnv, scopes as allScopes } from "../lib/types";
-import { existingWorkspaceIds, insertWorkspace } from "../workspaces/workspaces.repository";
+import { existingWorkspaceIds, findWorkspace, insertWorkspace, listWorkspacesPage } from "../workspaces/workspaces.repository";
 import { serializeWorkspace } from "../workspaces/workspaces.schemas";
-import { createCredentialRoute, createWorkspaceRoute, getCredentialRoute, listCredentialsRoute, revokeCredentialRoute } from "./admin.routes";
+import {
+  createCredentialRoute,
+  createWorkspaceRoute,
+  getCredentialRoute,
+  getWorkspaceRoute,
+  listCredentialsRoute,
+  listWorkspacesRoute,
+  revokeCredentialRoute,
+} from "./admin.routes";
 import { serializeCredential, serializeCredentialWithToken } from "./admin.schemas";
 
 /** Constant-time comparison through digests, so the token's length and prefix do not leak. */
@@ -61,6 +69,18 @@ export const adminRouter = createRouter()
     };
     await insertCredential(c.var.db, credential);
     return c.json(envelope(serializeCredentialWithToken({ ...credential, revokedAt: null }, token)), 201);
+  })
+  .openapi(listWorkspacesRoute, async (c) => {
+    const { limit, after } = c.req.valid("query");
+    const scope = listScope("workspaces");
+    const rows = await listWorkspacesPage(c.var.db, await afterPosition(c, scope, after), limit + 1);
+    return c.json(await toPage(c, scope, rows, limit, serializeWorkspace), 200);
+  })
+  .openapi(getWorkspaceRoute, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const row = await findWorkspace(c.var.db, workspace_id);
+    if (!row) throw notFound("workspace", workspace_id);
+    return c.json(envelope(serializeWorkspace(row)), 200);
   })
   .openapi(listCredentialsRoute, async (c) => {
     const { limit, after, workspace_id } = c.req.valid("query");

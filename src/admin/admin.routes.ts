@@ -3,7 +3,16 @@ import { errorResponse, operatorErrorResponses, operatorWriteErrorResponses, req
 import { operationIdOf, routeName } from "../lib/route";
 import { dataEnvelope, pageEnvelope } from "../lib/schemas";
 import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
-import { CreateCredentialBody, CreateWorkspaceBody, CredentialParams, CredentialSchema, CredentialWithTokenSchema, ListCredentialsQuery } from "./admin.schemas";
+import { WorkspaceParams } from "../lib/schemas";
+import {
+  CreateCredentialBody,
+  CreateWorkspaceBody,
+  CredentialParams,
+  CredentialSchema,
+  CredentialWithTokenSchema,
+  ListCredentialsQuery,
+  ListWorkspacesQuery,
+} from "./admin.schemas";
 
 const security = [{ adminToken: [] }];
 const description = "Operator API: `Authorization: Bearer <ADMIN_TOKEN>`. Answers 404 when ADMIN_TOKEN is not configured.";
@@ -106,6 +115,47 @@ export const getCredentialRoute = createRoute({
       description: "The credential",
       headers: requestIdHeader,
       content: { "application/json": { schema: dataEnvelope(CredentialSchema) } },
+    },
+  },
+});
+
+export const listWorkspacesRoute = createRoute({
+  method: "get",
+  path: "/admin/workspaces",
+  middleware: [routeName("get", "/admin/workspaces")] as const,
+  tags: ["Operator"],
+  summary: "List every workspace",
+  operationId: operationIdOf("List every workspace"),
+  description: `${description} Every workspace of the deployment, newest first.`,
+  security,
+  request: { query: ListWorkspacesQuery },
+  responses: {
+    ...operatorErrorResponses,
+    400: errorResponse(["validation_failed", "invalid_cursor"]),
+    200: {
+      description: "A page of workspaces",
+      headers: requestIdHeader,
+      content: { "application/json": { schema: pageEnvelope(WorkspaceSchema) } },
+    },
+  },
+});
+
+export const getWorkspaceRoute = createRoute({
+  method: "get",
+  path: "/admin/workspaces/{workspace_id}",
+  middleware: [routeName("get", "/admin/workspaces/{workspace_id}")] as const,
+  tags: ["Operator"],
+  summary: "Retrieve any workspace",
+  operationId: operationIdOf("Retrieve any workspace"),
+  description,
+  security,
+  request: { params: WorkspaceParams },
+  responses: {
+    ...operatorErrorResponses,
+    200: {
+      description: "The workspace",
+      headers: requestIdHeader,
+      content: { "application/json": { schema: dataEnvelope(WorkspaceSchema) } },
     },
   },
 });

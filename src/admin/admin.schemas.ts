@@ -23,6 +23,8 @@ export const CreateCredentialBody = z
 
 export const CredentialParams = z.object({ credential_id: idParam("credential", "credential_id") });
 
+export const ListWorkspacesQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
+
 export const ListCredentialsQuery = z.strictObject({
   limit: limitQuery,
   after: afterQuery,

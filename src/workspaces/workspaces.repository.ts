@@ -19,6 +19,15 @@ export const listCredentialWorkspacesPage = (db: Db, credentialId: string, after
     .orderBy(desc(credentialWorkspaces.workspaceId))
     .limit(take);
 
+/** Every workspace of the deployment, newest first (the operator's list). */
+export const listWorkspacesPage = (db: Db, after: string | undefined, take: number) =>
+  db
+    .select()
+    .from(workspaces)
+    .where(after === undefined ? undefined : lt(workspaces.id, after))
+    .orderBy(desc(workspaces.id))
+    .limit(take);
+
 export const insertWorkspace = async (db: Db, row: typeof workspaces.$inferInsert) => {
   await db.insert(workspaces).values(row);
   return row as typeof workspaces.$inferSelect;
