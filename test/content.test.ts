@@ -196,11 +196,15 @@ describe("rendering", () => {
     refused('{% case subscriber.source %}{% when "x" %}<a title="{% endcase %}<a class={{ subscriber.name }}>x</a>');
     refused('{% for t in subscriber.tags %}<a title="{% if t == "vip" %}{% break %}{% endif %}">x</a>{% endfor %}<a class={{ subscriber.name }}>y</a>');
     refused('{% capture open %}<a title="{% endcapture %}<p class={{ subscriber.name }}>x</p>');
-    // What a browser reads as text but a tag reader would not (a title, a noscript, a style holding a tag).
-    refused('<title>What\'s new <b title="</title><img src=x alt={{ subscriber.name }}>');
+    // What readers disagree on: a noscript (text with scripting, markup without), text elements in SVG.
     refused('<noscript><p title="</noscript><img src=x alt={{ subscriber.name }}>">');
-    refused('<style>/* <a href=" */</style><p title="{{ subscriber.name }}">t</p>');
-    refused('<style><!-- </style><a title=" --></style><a class={{ subscriber.name }}>x</a>');
+    refused('<svg><style>/* <a title=" */</style><a class={{ subscriber.name }}>x</a></svg>');
+    refused('<svg><![CDATA[ > <a title=" ]]><a class={{ subscriber.name }}><text>x</text></a>"></svg>');
+    // Liquid that splits an element's name leaves which element it is (a textarea?) to the rendering.
+    refused('<t{% comment %}{% endcomment %}extarea><img title="</textarea><a class={{ subscriber.name }}>x</a>">');
+    refused('<textarea>{% if subscriber.tags contains "vip" %}</textarea>{% endif %}<img title="</textarea><a class={{ subscriber.name }}>x</a>">');
+    // A comment block whose body liquidjs reads on past the first {% endcomment %} (one inside a string).
+    refused('{% comment %}{{ "{% endcomment %}" }}<a title="{% endcomment %}<a class={{ subscriber.name }}>x</a>');
     // Branches that are complete markup, inside a tag or a value too, are fine, as are values before an uneven branch.
     for (const html of [
       '{% if subscriber.name %}<p class="vip">VIP</p>{% else %}<p>Hi</p>{% endif %}<a href="{{ subscriber.location }}">x</a>',
@@ -210,11 +214,41 @@ describe("rendering", () => {
       '<ul>{% for t in subscriber.tags %}<li title="{{ t }}">{{ t }}</li>{% endfor %}</ul>',
       '<title>{{ subscriber.name }} &lt;news@example.com&gt;</title><p>{{ subscriber.name }}</p>',
       '<p>{{ subscriber.name }}</p>{% if subscriber.name %}<!--{% endif %}',
-      // CSS wrapped in a comment, as older email templates write it.
+      // CSS wrapped in a comment, as older email templates write it; HTML text elements holding markup-like text.
       '<style type="text/css"><!-- p { color: red; } --></style><p title="{{ subscriber.name }}">t</p>',
+      '<title>{{ subscriber.name }} <news@example.com></title><p>{{ subscriber.name }}</p>',
+      // A branch that ends in another state of the same tag, read alike from the block's end.
+      '<table><tr><td {% if subscriber.name %}nowrap{% endif %} title="{{ subscriber.name }}">x</td></tr></table>',
     ]) {
       expect(() => validateCampaignContent(content({ html })), html).not.toThrow();
     }
+  });
+
+  it("reads HTML text elements, silent Liquid, whitespace control and captures as the rendering does", () => {
+    const at = (template: string, name: string) => {
+      const html = render({ html: template }, { ...bob, name }).html ?? "";
+      return html.slice(0, html.indexOf("<div"));
+    };
+    const attack = "x onmouseover=alert(1)";
+    // A title is text to its end tag: the img after it is markup, its value kept inside its attribute.
+    expect(at('<title>What\'s new <b title="</title><img src=x alt={{ subscriber.name }}>', attack)).toContain("alt=x&#32;onmouseover&#61;alert(1)");
+    // Liquid that prints nothing right after = leaves the value to what follows: an empty unquoted value prints "".
+    expect(rejection({ html: '<td width={% if subscriber.tags contains "vip" %}600{% endif %} title="{{ subscriber.name }}">x</td>' }).message).toContain("after markup that readers would read differently");
+    const empty = render({ html: '<a href={{ subscriber.location }}{% if false %} class=vip{% endif %} title="{{ subscriber.name }}">x</a>' }, { ...bob, location: "", name: attack }).html;
+    expect(empty).toContain('<a href="" title="x onmouseover=alert(1)">');
+    // Whitespace a `-` trims is not there: an unquoted value glued to the next attribute, `< b` becoming `<b`.
+    expect(rejection({ html: '<a title=x {%- if false -%}{%- endif -%} class="{{ subscriber.name }}">x</a>' }).message).toContain("whose name Liquid writes");
+    expect(at('<p>a < {%- if false -%}{%- endif -%} b class={{ subscriber.name }}>x</b></p>', attack)).toContain("class=x&#32;onmouseover&#61;alert(1)");
+    expect(rejection({ html: '<s {%- if false -%}{%- endif -%} {{ subscriber.source }}>alert(1)</s>' }).message).toContain("tag's name");
+    // A capture prints as made in text only: in an attribute or a comment its quotes and `-->` are escaped.
+    expect(at("{% capture t %}Editor's picks for {{ subscriber.name }}{% endcapture %}<img alt='{{ t }}' src=\"https://example.com/a.png\">", attack)).toContain(
+      "alt='Editor&#39;s picks for x onmouseover=alert(1)'",
+    );
+    expect(at("{% capture c %}-->{% endcapture %}<!-- {{ c }}<a class={{ subscriber.name }}>x</a> -->", attack)).toContain("<!-- --&gt;");
+    // A script holding `<!--` (escaped states where `</script>` may not end it) refuses the values after it.
+    expect(rejection({ html: "<script><!--<script></script>\n{{ subscriber.name }}\n--></script>" }).message).toContain("after markup that readers would read differently");
+    // `=` before an attribute's name starts the name, as a browser reads it.
+    expect(at('<a =" class={{ subscriber.name }} x=">x</a>', attack)).not.toContain(" onmouseover=alert(1)");
   });
 
   it("refuses a value where no escaping makes it safe: a tag's name, srcdoc, SVG animation, base, link, script and meta refresh", () => {
@@ -250,7 +284,7 @@ describe("rendering", () => {
     expect(at("<style>p { font-family: {{ subscriber.name }} }</style><p>t</p>", "'Open Sans', Arial")).toBe("<style>p { font-family: 'Open Sans', Arial }</style><p>t</p>");
     expect(at('<p style="width:{{ subscriber.name }}">t</p>', "calc(100% - 20px) !important")).toBe('<p style="width:calc(100% - 20px) !important">t</p>');
     expect(at('<p style="background:{{ subscriber.name }}">t</p>', "linear-gradient(#fff, #000)")).toBe('<p style="background:linear-gradient(#fff, #000)">t</p>');
-    for (const attack of ["red;background:url(https://evil.example/s)", "red}*{background:red", "@import url(x.css)", "expression(alert(1))", "url(javascript:alert(1))", "url(x.png)", "image-set(x.png 1x)", 'red" onclick="x', "red\\3b", "red</style><script>"]) {
+    for (const attack of ["red;background:url(https://evil.example/s)", "red}*{background:red", "@import url(x.css)", "expression(alert(1))", "url(javascript:alert(1))", "url(x.png)", "image-set(x.png 1x)", 'red" onclick="x', "red\\3b", "red</style><script>", "//evil.example/x.png", "red /* x", "'Open Sans"]) {
       expect(at('<p style="color:{{ subscriber.name }}">t</p>', attack), attack).toBe('<p style="color:">t</p>');
       expect(at("<style>p { color: {{ subscriber.name }} }</style><p>t</p>", attack), attack).toBe("<style>p { color:  }</style><p>t</p>");
     }

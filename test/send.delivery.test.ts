@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_BATCH_BYTES, MAX_DELIVERY_ATTEMPTS, utf8Length } from "../src/sending/deliver";
+import { jsonBytes, MAX_BATCH_BYTES, MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
@@ -91,7 +91,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(keys).toHaveLength(2);
     const utf8 = new TextEncoder();
     const sizeOf = (m: (typeof resend.calls)[number]["messages"][number]) =>
-      utf8.encode(m.subject).length + utf8.encode(m.html ?? "").length + utf8.encode(m.text).length;
+      [m.subject, m.html ?? "", m.text].reduce((sum, part) => sum + utf8.encode(JSON.stringify(part)).length - 2, 0);
     for (const call of resend.calls) expect(call.messages.reduce((sum, m) => sum + sizeOf(m), 0)).toBeLessThanOrEqual(MAX_BATCH_BYTES);
     // As many as fit in the first batch (every message is about the same size), the rest in the second.
     const fit = Math.floor(MAX_BATCH_BYTES / sizeOf(resend.calls[0]!.messages[0]!));
@@ -100,9 +100,11 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 25, delivered: 25, failed: 0 } });
   });
 
-  it("counts UTF-8 bytes as an encoder does", () => {
+  it("counts a text's bytes in a JSON request as an encoder does", () => {
     const utf8 = new TextEncoder();
-    for (const text of ["", "ascii", "café", "長い記事", "😀 emoji", "\ud800 lone", "a\u07ffb\u0800c"]) expect(utf8Length(text), text).toBe(utf8.encode(text).length);
+    for (const text of ["", "ascii", "café", "長い記事", "😀 emoji", 'say "hi"\n\tback\\slash', "\u0001\u001f", "a\u07ffb\u0800c"]) {
+      expect(jsonBytes(text), text).toBe(utf8.encode(JSON.stringify(text)).length - 2);
+    }
   });
 
   it("waits out a 429's Retry-After (every sender paused), then retries the message under the same key", async () => {

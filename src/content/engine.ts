@@ -94,6 +94,14 @@ export function escapeOutput(this: FilterThis, value: unknown): string {
   return capturedHtml.get(this.context)?.has(text) ? text : liquidEscape.call(this, text);
 }
 
+/**
+ * The escaping of an output anywhere but text (an attribute, a comment): captured html escaped too,
+ * as any value is, since its quotes or `-->` would end the attribute or comment it is printed in.
+ */
+export function escapeAll(this: FilterThis, value: unknown): string {
+  return liquidEscape.call(this, stringify(value));
+}
+
 /** What a capture holds counts against the render's memory, so doubling it in a loop stops early. */
 class BoundedCaptureTag extends CaptureTag {
   override *render(ctx: Context): Generator<unknown, void, unknown> {

@@ -1,5 +1,5 @@
 import { CycleTag, EchoTag, Filter, type Liquid, type Template } from "liquidjs";
-import { escapeOutput, type FilterThis, htmlEngine, stringify, walk } from "./engine";
+import { escapeAll, escapeOutput, type FilterThis, htmlEngine, stringify, walk } from "./engine";
 import { outputPlace, type Place, SKIPPED, TAG_WINDOW } from "./markup-place";
 
 // The escaping each value a campaign's html prints gets for its place (markup-place.ts): text is
@@ -33,14 +33,14 @@ const urlSafe = (text: string): string => {
 };
 
 function escapeUrl(this: FilterThis, value: unknown): string {
-  return escapeOutput.call(this, urlSafe(stringify(value)));
+  return escapeAll.call(this, urlSafe(stringify(value)));
 }
 
 /** Before the template's own colon, a value is a scheme's name: one other than the safe ones prints `#`. */
 function escapeSchemeName(this: FilterThis, value: unknown): string {
   const text = urlSafe(stringify(value));
   const name = text.replace(SKIPPED, "").toLowerCase();
-  return escapeOutput.call(this, /^[a-z][a-z0-9+.-]*$/.test(name) && !SAFE_SCHEMES.has(name) ? "#" : text);
+  return escapeAll.call(this, /^[a-z][a-z0-9+.-]*$/.test(name) && !SAFE_SCHEMES.has(name) ? "#" : text);
 }
 
 /**
@@ -56,11 +56,17 @@ const CSS_FUNCTIONS: ReadonlySet<string> = new Set([
   "linear-gradient", "radial-gradient", "conic-gradient", "repeating-linear-gradient", "repeating-radial-gradient",
 ]);
 const cssValue = (text: string): boolean =>
-  CSS_VALUE.test(text) && [...text.matchAll(/([\p{L}\p{N}_-]*)\s*\(/gu)].every((m) => m[1] === "" || CSS_FUNCTIONS.has((m[1] as string).toLowerCase()));
+  CSS_VALUE.test(text) &&
+  // No comment (which would hide the author's CSS after it), no scheme-relative URL (`//host/…` in an
+  // author's `url(…)`), no string left open.
+  !/\/\/|\/\*|\*\//.test(text) &&
+  (text.match(/'/g)?.length ?? 0) % 2 === 0 &&
+  (text.match(/"/g)?.length ?? 0) % 2 === 0 &&
+  [...text.matchAll(/([\p{L}\p{N}_-]*)\s*\(/gu)].every((m) => m[1] === "" || CSS_FUNCTIONS.has((m[1] as string).toLowerCase()));
 
 function escapeCss(this: FilterThis, value: unknown): string {
   const text = stringify(value);
-  return escapeOutput.call(this, cssValue(text) ? text : "");
+  return escapeAll.call(this, cssValue(text) ? text : "");
 }
 
 /** In a style element's text (read as is: no character references): the value itself, which holds no `<` or `&`. */
@@ -70,7 +76,7 @@ function escapeCssText(this: FilterThis, value: unknown): string {
 }
 
 type Escape = typeof escapeOutput;
-const ESCAPES = new Set<unknown>([escapeOutput, escapeUrl, escapeSchemeName, escapeCss, escapeCssText]);
+const ESCAPES = new Set<unknown>([escapeOutput, escapeAll, escapeUrl, escapeSchemeName, escapeCss, escapeCssText]);
 
 /**
  * An escaping for an unquoted attribute value: the same, and kept inside the value; `alone`, for a
@@ -78,7 +84,7 @@ const ESCAPES = new Set<unknown>([escapeOutput, escapeUrl, escapeSchemeName, esc
  * make the next attribute this one's value).
  */
 const unquotedVariants = new Map<Escape, { inside: Escape; alone: Escape }>();
-for (const escape of [escapeOutput, escapeUrl, escapeSchemeName, escapeCss]) {
+for (const escape of [escapeAll, escapeUrl, escapeSchemeName, escapeCss]) {
   const inside = function (this: FilterThis, value: unknown): string {
     return keepInAttribute(escape.call(this, value));
   };
@@ -117,9 +123,11 @@ const REFUSALS: Record<Exclude<Place, object | null>, string> = {
 
 const guardFor = (place: Place, line: () => number) => {
   if (typeof place === "string") throw new UnsafeOutputPlace(line(), REFUSALS[place]);
+  // Captured html prints as made only in text; everywhere else it is escaped as any value.
   if (place === null) return escapeOutput;
+  if (place.comment) return escapeAll;
   if (place.css === "element") return escapeCssText;
-  const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeOutput;
+  const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeAll;
   return place.unquoted ? unquotedOf(base, place.alone) : base;
 };
 

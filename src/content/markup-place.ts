@@ -1,4 +1,4 @@
-import { isHtmlSpace, lastBefore, maskedSource, rangeAt, scanTag, type TagEnd, tagNameAt, UNKNOWN } from "./markup-reader";
+import { lastBefore, maskedSource, rangeAt, scanTag, type TagEnd, UNKNOWN } from "./markup-reader";
 
 // Where each value a campaign's html prints lands in its markup: text, an attribute value (quoted or
 // not, a URL whose scheme the template has not fixed yet, before or after its colon), CSS (a style
@@ -22,7 +22,8 @@ const COLON_NEXT = /^(?:[\u0000-\u0020\u007f]|&(?:#0*(?:9|10|13|32);?|#x0*(?:9|a
 export const TAG_WINDOW = 8 * 1024;
 
 /**
- * Where what a template prints at `begin` of `source` lands: in text (null); inside a tag, with
+ * Where what a template prints at `begin` of `source` lands: in text (null); in a comment (`comment`);
+ * inside a tag, with
  * `url` saying whether it is in a URL attribute whose scheme the template's own text has not fixed
  * (`open`, or `beforeColon`: right before the template's own colon), `unquoted` whether its value
  * has no quotes to stay inside and `css` whether it is CSS (an attribute's, or a style element's text); or a place no
@@ -33,7 +34,7 @@ export const TAG_WINDOW = 8 * 1024;
  * far into a tag (`far`).
  */
 export type Place =
-  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; css?: "attribute" | "element" }
+  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; css?: "attribute" | "element"; comment?: true }
   | "handler"
   | "liquidName"
   | "script"
@@ -74,13 +75,16 @@ export const outputPlace = (source: string, begin: number): Place => {
   if (at >= masking.unsettled) return "unsettled";
   if (rangeAt(masking.scripts, at)) return "script";
   if (rangeAt(masking.styles, at)) return { url: null, unquoted: false, css: "element" };
+  const inComment = { url: null, unquoted: false, comment: true } as const;
+  const comment = rangeAt(masking.comments, at);
+  if (comment && at > comment.begin) return inComment;
   const open = lastBefore(masking.opens, at);
   if (open === -1) return null;
   // The tag ended before the value, with no Liquid inside it that could hide its `>`: text.
   const tagEnd = masking.tagEnds.get(open) as TagEnd;
   if (tagEnd.end !== -1 && tagEnd.end < at && !tagEnd.liquid) return null;
-  // Inside a bogus comment (`<!x …>`): text that never shows, which a value cannot end early (its `>` is escaped).
-  if (tagEnd.bogus) return null;
+  // Inside a bogus comment (`<!x …>`): text that never shows, as long as the value cannot end it (escaped all through).
+  if (tagEnd.bogus) return inComment;
   if (at - open > TAG_WINDOW) {
     // Still inside a tag, too far from its `<` to read; or past a `>` after Liquid (most likely
     // text): kept inside any attribute it might be in.
@@ -97,14 +101,17 @@ export const outputPlace = (source: string, begin: number): Place => {
   const name = named?.[1] ?? "";
   const ownName = name.slice(name.lastIndexOf(UNKNOWN) + 1).toLowerCase();
   if (/^on[a-z]+$/.test(ownName)) return "handler";
-  const scanned = scanTag(tag, 1, tag.length);
+  const scanned = scanTag(tag, 1, tag.length, "tagName", (i) => {
+    const end = masking.skip(open + i);
+    return end === undefined ? undefined : end - open;
+  });
   const quoting = scanned.end !== -1 ? "text" : scanned.state === '"' || scanned.state === "'" ? "quoted" : "unquoted";
   if (quoting !== "text" && named && name.includes(UNKNOWN) && liquidWritesName(source, open + named.index, name)) return "liquidName";
   if (quoting !== "text") {
     // An attribute whose value is html, SVG that sets its target's attributes (`href` included), and
     // tags that rebase, load or redirect the whole document.
     if (ownName === "srcdoc") return "markup";
-    const element = tagNameAt(masked, open);
+    const element = tagEnd.name;
     if (ANIMATION_ELEMENTS.has(element)) return "animation";
     if (DOCUMENT_ELEMENTS.has(element)) return "document";
     // (Any mention: `"http-equiv=`, `/http-equiv=` and a name Liquid writes are attributes too.)
@@ -113,8 +120,8 @@ export const outputPlace = (source: string, begin: number): Place => {
   const unquoted = quoting === "unquoted";
   // The whole of an unquoted value (`alt={{ v }} src=…`): empty, it would make the next attribute its value.
   const end = piece?.end ?? begin;
-  const next = masked[end] ?? "";
-  const alone = unquoted && scanned.state === "afterEquals" && (next === "" || next === ">" || next === "/" || isHtmlSpace(next));
+  // (Whatever follows: Liquid that prints nothing, or another value that prints nothing, leaves it so.)
+  const alone = unquoted && scanned.state === "afterEquals";
   if (quoting !== "text" && named && ownName === "style") return { url: null, unquoted, alone, css: "attribute" };
   const m = URL_ATTRIBUTE.exec(tag);
   if (!m) return quoting === "text" ? null : { url: null, unquoted, alone };

@@ -1,66 +1,117 @@
 import { LIQUID } from "./liquid-syntax";
 
 // Reads a campaign html template's markup as a browser's tokenizer reads it, once per source, with
-// Liquid's own markup masked: where each tag opens and ends, the content of script and style
-// elements, and what no single reading can settle (markup-place.ts then says where each value lands).
+// Liquid's own markup masked: where each tag opens and ends, its element's name, comments, the text
+// of script, style and the other text elements, and what no single reading can settle
+// (markup-place.ts then says where each value lands).
 //
-// A template is read with every Liquid branch taken at once. That is how a browser reads it only if
-// each branch (and each loop's body, up to any break) leaves the markup as it found it: a branch that
-// opens a tag, a quote or a comment only when taken would make a browser read what follows otherwise.
-// Nor does a browser read tags inside a title, a textarea, a noscript (with scripting on) and the
-// like, where a mail client may. Values printed after either are refused (`unsettled`).
+// Liquid that prints nothing (a branch's tags, an assignment, a comment block, whitespace a `-`
+// trims) is skipped as a browser never sees it. The template is read with every Liquid branch taken
+// at once. That is how a browser reads it only if each branch (and each loop body, up to any break,
+// and each capture) leaves the markup as it found it: a branch that opens a tag, a quote or a comment
+// only when taken would make a browser read what follows otherwise. Nor do readers agree on what a
+// noscript holds (text with scripting, markup without), or on text elements inside SVG or MathML.
+// Values printed after any of these are refused (`unsettled`).
 
 /** Stands for Liquid's own markup in a masked source: text that is not known until rendering. */
 export const UNKNOWN = "\u0000";
 
 export type Range = { begin: number; end: number };
 /** Where a tag opened at some `<` ends: its `>` (-1: none), whether Liquid stands before it, whether it is a bogus comment (`<!x>`, `<?x>`, `</3>`: no attributes). */
-export type TagEnd = { end: number; liquid: boolean; bogus: boolean };
+export type TagEnd = { end: number; liquid: boolean; bogus: boolean; name: string };
 
 /** HTML's own whitespace: U+00A0 and the other Unicode spaces are text to a browser. */
 export const isHtmlSpace = (ch: string) => ch === " " || ch === "\t" || ch === "\n" || ch === "\f" || ch === "\r";
 
-export type ScanState = "name" | "afterEquals" | "unquoted" | '"' | "'";
+/** Where the silent Liquid that covers position `i` ends (undefined: `i` is not silent). */
+export type Skip = (i: number) => number | undefined;
 
 /**
- * Reads tag markup from `from` (just after its `<`) to `to` as a browser reads it: a quote opens a
- * value only right after `=`, and a `>` outside a quoted value ends the tag. The `>` that ended it
- * (-1: none before `to`), the state at `to` otherwise, and whether Liquid (masked) stood before.
+ * A browser's states inside a tag: its name, before, in and after an attribute's name (a quoted
+ * value's end counts as before the next name), right after `=`, in an unquoted or a quoted value.
+ */
+export type ScanState = "tagName" | "beforeName" | "inName" | "afterName" | "afterEquals" | "unquoted" | '"' | "'";
+
+/** One character of a tag, as a browser reads it: the next state, or `end` at the tag's `>`. */
+const step = (state: ScanState, ch: string): ScanState | "end" => {
+  if (state === '"' || state === "'") return ch === state ? "beforeName" : state;
+  if (ch === ">") return "end";
+  const space = isHtmlSpace(ch);
+  switch (state) {
+    case "tagName":
+      return space || ch === "/" ? "beforeName" : state;
+    case "beforeName":
+      // (`=` here starts a name, as a browser reads it.)
+      return space || ch === "/" ? state : "inName";
+    case "inName":
+    case "afterName":
+      return ch === "=" ? "afterEquals" : ch === "/" ? "beforeName" : space ? "afterName" : "inName";
+    case "afterEquals":
+      return ch === '"' || ch === "'" ? ch : space ? state : "unquoted";
+    case "unquoted":
+      return space ? "beforeName" : state;
+  }
+};
+
+/**
+ * Reads tag markup from `from` (just after its `<`, or `start` being the state there) to `to` as a
+ * browser reads it, silent Liquid skipped. The `>` that ended it (-1: none before `to`), the state at
+ * `to` otherwise, and whether Liquid (masked) stood before.
  */
 export const scanTag = (
   text: string,
   from: number,
   to: number,
-  start: ScanState = "name",
+  start: ScanState = "tagName",
+  skip?: Skip,
 ): { end: number; state: ScanState; liquid: boolean } => {
   let state = start;
   let liquid = false;
   for (let i = from; i < to; i++) {
     const ch = text[i] as string;
-    if (ch === UNKNOWN) liquid = true;
-    if (state === '"' || state === "'") {
-      if (ch === state) state = "name";
-    } else if (ch === ">") return { end: i, state, liquid };
-    else if (state === "afterEquals") {
-      if (ch === '"' || ch === "'") state = ch;
-      else if (!isHtmlSpace(ch)) state = "unquoted";
-    } else if (state === "unquoted") {
-      if (isHtmlSpace(ch)) state = "name";
-    } else if (ch === "=") state = "afterEquals";
+    if (ch === UNKNOWN) {
+      liquid = true;
+      const end = skip?.(i);
+      if (end !== undefined) {
+        i = Math.min(end, to) - 1;
+        continue;
+      }
+    }
+    const next = step(state, ch);
+    if (next === "end") return { end: i, state, liquid };
+    state = next;
   }
   return { end: -1, state, liquid };
 };
 
 /**
- * Elements whose content a browser reads as text up to their end tag. Script and style content is
- * told apart (a value there is refused or kept to CSS); in the others a value is text. Any of them
- * holding what would be a tag before its end tag is read otherwise by some reader (a mail client
- * without scripting reads noscript as markup; inside SVG none of them is text): `unsettled`.
+ * Whether a tag read on from `at` in two states comes to the same state (or to its end) before any
+ * value is printed: what follows is then read alike either way (`<td {% if a %}nowrap{% endif %}>`).
  */
+const converge = (text: string, at: number, a: ScanState, b: ScanState, skip: Skip): boolean => {
+  let x: ScanState | "end" = a;
+  let y: ScanState | "end" = b;
+  for (let i = at; i < text.length && i < at + 1024; i++) {
+    if (x === y) return true;
+    const ch = text[i] as string;
+    if (ch === UNKNOWN) {
+      const end = skip(i);
+      if (end === undefined) return false;
+      i = end - 1;
+      continue;
+    }
+    x = x === "end" ? x : step(x, ch);
+    y = y === "end" ? y : step(y, ch);
+  }
+  return x === y;
+};
+
+/** Elements whose content a browser reads as text up to their end tag (in HTML; inside SVG or MathML, none). */
 const TEXT_ELEMENTS: ReadonlySet<string> = new Set(["script", "style", "title", "textarea", "noscript", "xmp", "iframe", "noembed", "noframes", "plaintext"]);
-/** A tag's name as written after its `<` (Liquid masked in it ends it). */
-const TAG_NAME = /^<\/?([a-z][^\t\n\f\r />\u0000]*)/i;
-export const tagNameAt = (text: string, open: number): string => TAG_NAME.exec(text.slice(open, open + 64))?.[1]?.toLowerCase() ?? "";
+/** HTML elements that end SVG or MathML where they appear. */
+const BREAKOUT: ReadonlySet<string> = new Set(
+  "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i img li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt u ul var".split(" "),
+);
 /** What a browser would take for a tag, a comment or a bogus comment: `<` before a letter, `/`, `!`, `?`, or Liquid. */
 const TAG_LIKE = /<[a-z/!?\u0000]/gi;
 
@@ -69,25 +120,41 @@ export type Masking = {
   masked: string;
   /** Every Liquid tag and output, in source order. */
   pieces: Range[];
+  /** Silent Liquid, by range: what a reader skips. */
+  skip: Skip;
   /** Every `<` of the masked source that opens a tag (or a bogus comment), in order, with its end. */
   opens: number[];
   tagEnds: Map<number, TagEnd>;
   comments: Range[];
+  /** The text of every text element; of script and style elements apart. */
+  texts: Range[];
   scripts: Range[];
   styles: Range[];
   /** From here on, no value may be printed: the markup before it reads otherwise to some reader. */
   unsettled: number;
 };
 
+/** The index of the first character at or after `i` that is not silent Liquid. */
+const past = (masked: string, i: number, skip: Skip): number => {
+  let j = i;
+  for (let end = masked[j] === UNKNOWN ? skip(j) : undefined; end !== undefined; end = masked[j] === UNKNOWN ? skip(j) : undefined) j = end;
+  return j;
+};
+
 /** Reads the masked source once, as a browser's tokenizer does. */
-const readMarkup = (masked: string) => {
+const readMarkup = (masked: string, skip: Skip) => {
   const opens: number[] = [];
   const tagEnds = new Map<number, TagEnd>();
   const comments: Range[] = [];
+  const texts: Range[] = [];
   const scripts: Range[] = [];
   const styles: Range[] = [];
   let unsettled = Number.POSITIVE_INFINITY;
+  const unsettle = (at: number) => {
+    unsettled = Math.min(unsettled, at);
+  };
   const lower = masked.toLowerCase();
+  let foreign = 0;
   let i = 0;
   while (i < masked.length) {
     const lt = masked.indexOf("<", i);
@@ -99,45 +166,88 @@ const readMarkup = (masked: string) => {
       comments.push({ begin: lt, end: i });
       continue;
     }
-    const next = masked[lt + 1] ?? "";
-    if (!/^[a-z/!?\u0000]$/i.test(next)) {
+    const at = past(masked, lt + 1, skip);
+    const next = masked[at] ?? "";
+    const isName = (ch: string) => /^[a-z\u0000]$/i.test(ch);
+    if (!isName(next) && next !== "/" && next !== "!" && next !== "?") {
       i = lt + 1;
       continue;
     }
     opens.push(lt);
+    const closing = next === "/";
+    const nameAt = closing ? past(masked, at + 1, skip) : at;
     // `<!…>`, `<?…>` and `</` before anything but a letter are bogus comments, to their first `>`
     // (`</>` is nothing at all); a tag reads its quoted values.
-    const bogus = next === "!" || next === "?" || (next === "/" && !/^[a-z\u0000]$/i.test(masked[lt + 2] ?? ""));
-    let found: { end: number; liquid: boolean };
+    const bogus = next === "!" || next === "?" || (closing && !isName(masked[nameAt] ?? ""));
     if (bogus) {
       const end = masked.indexOf(">", lt + 1);
-      found = { end, liquid: masked.slice(lt, end === -1 ? masked.length : end).includes(UNKNOWN) };
-    } else found = scanTag(masked, lt + 1, masked.length);
-    tagEnds.set(lt, { ...found, bogus });
+      // CDATA ends at `]]>` inside SVG and MathML, at the first `>` elsewhere: both, or unsettled.
+      if (masked.startsWith("<![CDATA[", lt) && (end === -1 || masked.indexOf("]]>", lt) !== end - 2)) unsettle(lt);
+      tagEnds.set(lt, { end, liquid: masked.slice(lt, end === -1 ? masked.length : end).includes(UNKNOWN), bogus, name: "" });
+      if (end === -1) break;
+      i = end + 1;
+      continue;
+    }
+    // The element's name; Liquid that splits it (`<t{% if a %}{% endif %}extarea>`, a name a branch
+    // chooses) leaves which element it is to the rendering.
+    let name = "";
+    let gap = false;
+    for (let j = nameAt; j < masked.length; j++) {
+      const ch = masked[j] as string;
+      if (ch === UNKNOWN) {
+        gap = true;
+        j = (skip(j) ?? j + 1) - 1;
+        continue;
+      }
+      if (isHtmlSpace(ch) || ch === "/" || ch === ">") break;
+      if (gap) unsettle(lt);
+      name += ch.toLowerCase();
+    }
+    const found = scanTag(masked, lt + 1, masked.length, "tagName", skip);
+    tagEnds.set(lt, { ...found, bogus: false, name });
     if (found.end === -1) break;
     i = found.end + 1;
-    const name = bogus || next === "/" ? "" : tagNameAt(masked, lt);
-    if (!TEXT_ELEMENTS.has(name)) continue;
-    // Text to its end tag: the first thing that looks like a tag must be that end tag. (An HTML
-    // comment holding nothing tag-like, as old templates wrap their CSS in, reads alike either way.)
-    TAG_LIKE.lastIndex = i;
-    let first = TAG_LIKE.exec(masked)?.index ?? -1;
-    while (first !== -1 && masked.startsWith("<!--", first)) {
-      const close = masked.indexOf("-->", first + 4);
-      TAG_LIKE.lastIndex = first + 4;
-      const inside = TAG_LIKE.exec(masked)?.index ?? -1;
-      if (close === -1 || (inside !== -1 && inside < close)) break;
-      TAG_LIKE.lastIndex = close + 3;
-      first = TAG_LIKE.exec(masked)?.index ?? -1;
+    if (closing) {
+      if ((name === "svg" || name === "math") && foreign > 0) foreign--;
+      continue;
     }
-    const closes = first !== -1 && name !== "plaintext" && new RegExp(`^</${name}[\\t\\n\\f\\r />]`).test(lower.slice(first, first + name.length + 3));
-    if (first !== -1 && !closes) unsettled = Math.min(unsettled, first);
-    const content = { begin: i, end: first === -1 ? masked.length : first };
+    if (foreign > 0 && BREAKOUT.has(name)) foreign = 0;
+    if ((name === "svg" || name === "math") && masked[found.end - 1] !== "/") foreign++;
+    if (!TEXT_ELEMENTS.has(name)) continue;
+    let end: number;
+    if (foreign === 0 && name !== "noscript") {
+      // HTML text: to its end tag (plaintext: to the end), whatever it holds; but an end tag Liquid
+      // writes may end it where the search does not.
+      const close = new RegExp(`</${name}[\\t\\n\\f\\r />]`, "g");
+      close.lastIndex = i;
+      end = name === "plaintext" ? masked.length : (close.exec(lower)?.index ?? masked.length);
+      // (A script holding `<!--` has escaped states of its own, where `</script>` may not end it.)
+      if (/<\/[a-z]*\u0000/i.test(masked.slice(i, end)) || (name === "script" && masked.slice(i, end).includes("<!--"))) unsettle(i);
+    } else {
+      // A noscript (text with scripting, markup without), or text in SVG or MathML (markup there):
+      // the first thing that looks like a tag must be its end tag. (An HTML comment holding nothing
+      // tag-like, as old templates wrap their CSS in, reads alike either way.)
+      TAG_LIKE.lastIndex = i;
+      let first = TAG_LIKE.exec(masked)?.index ?? -1;
+      while (first !== -1 && masked.startsWith("<!--", first)) {
+        const close = masked.indexOf("-->", first + 4);
+        TAG_LIKE.lastIndex = first + 4;
+        const inside = TAG_LIKE.exec(masked)?.index ?? -1;
+        if (close === -1 || (inside !== -1 && inside < close)) break;
+        TAG_LIKE.lastIndex = close + 3;
+        first = TAG_LIKE.exec(masked)?.index ?? -1;
+      }
+      const closes = first !== -1 && new RegExp(`^</${name}[\\t\\n\\f\\r />]`).test(lower.slice(first, first + name.length + 3));
+      if (first !== -1 && !closes) unsettle(first);
+      end = first === -1 ? masked.length : first;
+    }
+    const content = { begin: i, end };
+    texts.push(content);
     if (name === "script") scripts.push(content);
     if (name === "style") styles.push(content);
-    i = content.end;
+    i = end;
   }
-  return { opens, tagEnds, comments, scripts, styles, unsettled };
+  return { opens, tagEnds, comments, texts, scripts, styles, unsettled };
 };
 
 /** The last of sorted `points` before `at` (-1: none), by binary search. */
@@ -156,15 +266,15 @@ export const lastBefore = (points: number[], at: number): number => {
   return found;
 };
 
-/** The range of sorted, disjoint `ranges` holding `at`, by binary search. */
-export const rangeAt = (ranges: Range[], at: number): Range | undefined => {
+/** The range of sorted, disjoint `ranges` holding `at` (its end too, with `inclusive`), by binary search. */
+export const rangeAt = (ranges: Range[], at: number, inclusive = false): Range | undefined => {
   let low = 0;
   let high = ranges.length - 1;
   while (low <= high) {
     const mid = (low + high) >> 1;
     const range = ranges[mid] as Range;
     if (at < range.begin) high = mid - 1;
-    else if (at >= range.end) low = mid + 1;
+    else if (inclusive ? at > range.end : at >= range.end) low = mid + 1;
     else return range;
   }
   return undefined;
@@ -175,19 +285,20 @@ export const rangeAt = (ranges: Range[], at: number): Range | undefined => {
  * positions with the same key are read alike from there on. Each tag is scanned once, however many
  * positions fall inside it.
  */
-const statesAt = (m: Pick<Masking, "masked" | "opens" | "tagEnds" | "comments" | "scripts" | "styles">, positions: number[]): string[] => {
-  let scanned = { open: -1, at: 0, state: "name" as ScanState };
+const statesAt = (m: Omit<Masking, "unsettled" | "source" | "pieces">, positions: number[]): string[] => {
+  let scanned = { open: -1, at: 0, state: "tagName" as ScanState };
   return positions.map((at) => {
     const comment = rangeAt(m.comments, at);
     if (comment && at > comment.begin) return `comment@${comment.begin}`;
-    const raw = rangeAt(m.scripts, at) ?? rangeAt(m.styles, at);
-    if (raw) return `text@${raw.begin}`;
+    // Up to its end tag's `<`, a text element's text.
+    const text = rangeAt(m.texts, at, true);
+    if (text) return `text@${text.begin}`;
     const open = lastBefore(m.opens, at);
     const end = open === -1 ? undefined : (m.tagEnds.get(open) as TagEnd);
     if (!end || (end.end !== -1 && end.end < at)) return "data";
     if (end.bogus) return `bogus@${open}`;
-    if (scanned.open !== open || scanned.at > at) scanned = { open, at: open + 1, state: "name" };
-    scanned = { open, at, state: scanTag(m.masked, scanned.at, at, scanned.state).state };
+    if (scanned.open !== open || scanned.at > at) scanned = { open, at: open + 1, state: "tagName" };
+    scanned = { open, at, state: scanTag(m.masked, scanned.at, at, scanned.state, m.skip).state };
     return `tag@${open}:${scanned.state}`;
   });
 };
@@ -199,19 +310,24 @@ const SEPARATORS: ReadonlySet<string> = new Set(["elsif", "else", "when"]);
 const CLOSERS: ReadonlySet<string> = new Set(["endif", "endunless", "endcase", "endfor", "endtablerow", "endcapture"]);
 const CUTS: ReadonlySet<string> = new Set(["break", "continue"]);
 const LOOPS: ReadonlySet<string> = new Set(["for", "tablerow"]);
+/** Tags that print (what they print is a value, escaped for its place); the others print nothing. */
+const PRINTING: ReadonlySet<string> = new Set(["echo", "cycle", "increment", "decrement", "liquid"]);
+
+const tagName = (source: string, piece: Range) => /^\{%-?\s*(\w+)/.exec(source.slice(piece.begin, piece.begin + 40))?.[1];
 
 /**
  * Where the first branch (or loop body, or capture) begins that does not leave the markup as it
  * found it: its start and its end (or a break in it) are read in different states. Infinity: none.
  */
 const firstUnevenBranch = (source: string, m: Omit<Masking, "unsettled">): number => {
-  const blocks: { name: string; begin: number; at: number }[] = [];
-  const checks: { begin: number; from: number; to: number }[] = [];
+  type Block = { name: string; begin: number; at: number; ends: number[] };
+  const blocks: Block[] = [];
+  const checks: { block: Block; to: number; after?: number }[] = [];
   for (const piece of m.pieces) {
-    const name = /^\{%-?\s*(\w+)/.exec(source.slice(piece.begin, piece.begin + 40))?.[1];
+    const name = tagName(source, piece);
     if (!name) continue;
     if (OPENERS.has(name)) {
-      blocks.push({ name, begin: piece.begin, at: piece.end });
+      blocks.push({ name, begin: piece.begin, at: piece.end, ends: [] });
       continue;
     }
     const cut = CUTS.has(name);
@@ -219,39 +335,100 @@ const firstUnevenBranch = (source: string, m: Omit<Masking, "unsettled">): numbe
     const block = cut ? blocks.findLast((b) => LOOPS.has(b.name)) : blocks.at(-1);
     // (An unbalanced block is a syntax error liquidjs reports.)
     if (!block) continue;
-    checks.push({ begin: block.begin, from: block.at, to: piece.begin });
-    if (CLOSERS.has(name)) blocks.pop();
+    const check: { block: Block; to: number; after?: number } = { block, to: piece.begin };
+    checks.push(check);
+    if (CLOSERS.has(name)) {
+      blocks.pop();
+      // A branch's end and the block's start are read on from the block's end.
+      for (const c of checks) if (c.block === block) c.after = piece.end;
+    }
   }
   if (checks.length === 0) return Number.POSITIVE_INFINITY;
-  const positions = [...new Set(checks.flatMap((c) => [c.from, c.to]))].sort((a, b) => a - b);
+  const positions = [...new Set(checks.flatMap((c) => [c.block.at, c.to]))].sort((a, b) => a - b);
   const states = new Map(statesAt(m, positions).map((state, i) => [positions[i] as number, state]));
   let first = Number.POSITIVE_INFINITY;
-  for (const check of checks) if (states.get(check.from) !== states.get(check.to)) first = Math.min(first, check.begin);
+  for (const { block, to, after } of checks) {
+    const from = states.get(block.at) as string;
+    const end = states.get(to) as string;
+    if (from === end) continue;
+    // A branch (not a loop's body, which runs again, nor a capture) that ends in another state of
+    // the same tag is fine when what follows the block reads alike from both.
+    const [fromTag, fromState] = from.split(":");
+    const [endTag, endState] = end.split(":");
+    const branch = !LOOPS.has(block.name) && block.name !== "capture";
+    if (branch && after !== undefined && fromTag === endTag && fromTag?.startsWith("tag@") && converge(m.masked, after, fromState as ScanState, endState as ScanState, m.skip)) continue;
+    first = Math.min(first, block.begin);
+  }
   return first;
 };
 
 let masking: Masking | undefined;
-const MASKED = new RegExp(
-  String.raw`(\{%-?\s*raw\s*-?%\})([\s\S]*?)(\{%-?\s*endraw\s*-?%\})|\{%-?\s*comment\s*-?%\}[\s\S]*?\{%-?\s*endcomment\s*-?%\}|${LIQUID.source}`,
-  "g",
-);
+// A raw block's delimiters (its text renders as written, Liquid-looking text included; liquidjs ends
+// it at the first `{% endraw %}` in the text), a comment block whole, and every other tag and output.
+const RAW_OR_COMMENT = String.raw`(\{%-?\s*raw\b[^%]*?-?%\})([\s\S]*?)(\{%-?\s*endraw\b[^%]*?-?%\})|(\{%-?\s*comment\b[^%]*?-?%\})([\s\S]*?)\{%-?\s*endcomment\b[^%]*?-?%\}`;
+const MASKED = new RegExp(`${RAW_OR_COMMENT}|${LIQUID.source}`, "g");
+
+/** The line (from 1) of position `at` of `source`. */
+export const lineOf = (source: string, at: number): number => (source.slice(0, at).match(/\r\n?|\n/g)?.length ?? 0) + 1;
 
 /** The source read (kept for the last source: a template's outputs are placed in turn). */
 export const maskedSource = (source: string): Masking => {
   if (masking?.source !== source) {
     const pieces: Range[] = [];
-    const mask = (piece: string, at: number) => {
-      pieces.push({ begin: at, end: at + piece.length });
+    const silent: Range[] = [];
+    let unsettledComment = Number.POSITIVE_INFINITY;
+    const mask = (piece: string, at: number, quiet: boolean) => {
+      const range = { begin: at, end: at + piece.length };
+      pieces.push(range);
+      if (quiet) silent.push(range);
       return UNKNOWN.repeat(piece.length);
     };
-    // A comment block whole (what it holds never renders); a raw block's delimiters only (what it
-    // holds renders as written, Liquid-looking text included); every other tag and output.
-    const masked = source.replace(MASKED, (piece: string, rawOpen: string | undefined, rawText: string | undefined, _rawClose: string | undefined, at: number) => {
-      if (rawOpen === undefined || rawText === undefined) return mask(piece, at);
-      return mask(rawOpen, at) + rawText + mask(piece.slice(rawOpen.length + rawText.length), at + rawOpen.length + rawText.length);
-    });
-    const read = { source, masked, pieces, ...readMarkup(masked) };
-    masking = { ...read, unsettled: Math.min(read.unsettled, firstUnevenBranch(source, read)) };
+    const masked = source.replace(
+      MASKED,
+      (piece: string, rawOpen: string | undefined, rawText: string | undefined, _rawClose: string | undefined, commentOpen: string | undefined, commentText: string | undefined, at: number) => {
+        if (rawOpen !== undefined && rawText !== undefined) {
+          return mask(rawOpen, at, true) + rawText + mask(piece.slice(rawOpen.length + rawText.length), at + rawOpen.length + rawText.length, true);
+        }
+        // liquidjs reads a comment's body as Liquid: an `{% endcomment %}` inside an output or a tag
+        // (`{{ "{% endcomment %}" }}`) ends it later than this search does.
+        if (commentOpen !== undefined && /\{\{|\{%/.test((commentText ?? "").replace(LIQUID, ""))) unsettledComment = Math.min(unsettledComment, at);
+        const name = piece.startsWith("{%") ? /^\{%-?\s*(\w+)/.exec(piece)?.[1] : undefined;
+        return mask(piece, at, commentOpen !== undefined || (name !== undefined && !PRINTING.has(name)));
+      },
+    );
+    // Whitespace a `-` trims (`{%- … -%}`, `{{- … -}}`) is not there when rendered: silent too.
+    const chars = masked.split("");
+    for (const piece of pieces) {
+      const text = source.slice(piece.begin, piece.end);
+      if (/^\{[{%]-/.test(text)) {
+        let j = piece.begin;
+        while (j > 0 && /\s/.test(source[j - 1] as string) && chars[j - 1] !== UNKNOWN) j--;
+        if (j < piece.begin) {
+          for (let k = j; k < piece.begin; k++) chars[k] = UNKNOWN;
+          silent.push({ begin: j, end: piece.begin });
+        }
+      }
+      if (/-[}%]\}$/.test(text)) {
+        let j = piece.end;
+        while (j < source.length && /\s/.test(source[j] as string) && chars[j] !== UNKNOWN) j++;
+        if (j > piece.end) {
+          for (let k = piece.end; k < j; k++) chars[k] = UNKNOWN;
+          silent.push({ begin: piece.end, end: j });
+        }
+      }
+    }
+    const trimmed = chars.join("");
+    // Silent ranges merged, so a run of them is skipped at once.
+    silent.sort((a, b) => a.begin - b.begin);
+    const runs: Range[] = [];
+    for (const range of silent) {
+      const last = runs.at(-1);
+      if (last && range.begin <= last.end) last.end = Math.max(last.end, range.end);
+      else runs.push({ ...range });
+    }
+    const skip: Skip = (i) => rangeAt(runs, i)?.end;
+    const read = { source, masked: trimmed, pieces, skip, ...readMarkup(trimmed, skip) };
+    masking = { ...read, unsettled: Math.min(read.unsettled, unsettledComment, firstUnevenBranch(source, read)) };
   }
   return masking;
 };

@@ -16,15 +16,15 @@ import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, ty
 const RENDERS_BETWEEN_YIELDS = 10;
 
 /**
- * Bytes of rendered mail (subject, html and text, in UTF-8, as the request carries them) one batch
+ * Bytes of rendered mail (subject, html and text, in UTF-8 and JSON-escaped, as the request carries them) one batch
  * carries at most: a request's body and the step's memory stay bounded whatever the template renders
  * to (a message may be 3 MiB of characters; an isolate has 128 MB). The first message always goes;
  * those that would pass the bound go in a batch of their own, as members held back do.
  */
 export const MAX_BATCH_BYTES = 8 * 1024 * 1024;
 
-/** The UTF-8 length of `text`, without encoding it. */
-export const utf8Length = (text: string): number => {
+/** The UTF-8 length of `text` as a JSON string's content (its quotes, backslashes and controls escaped), without encoding it. */
+export const jsonBytes = (text: string): number => {
   let bytes = text.length;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
@@ -34,6 +34,8 @@ export const utf8Length = (text: string): number => {
       i++;
     } else if (code >= 0x800) bytes += 2;
     else if (code >= 0x80) bytes += 1;
+    else if (code === 0x22 || code === 0x5c || code === 0x08 || code === 0x0c || code === 0x0a || code === 0x0d || code === 0x09) bytes += 1;
+    else if (code < 0x20) bytes += 5;
   }
   return bytes;
 };
@@ -160,7 +162,7 @@ const handOver = async (
         local.set(row.id, renderFailed(err));
         continue;
       }
-      const size = utf8Length(email.subject) + utf8Length(email.html ?? "") + utf8Length(email.text);
+      const size = jsonBytes(email.subject) + jsonBytes(email.html ?? "") + jsonBytes(email.text);
       if (latest === 0 && emails.length > 0 && bytes + size > MAX_BATCH_BYTES) {
         full = true;
         continue;
