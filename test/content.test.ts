@@ -196,6 +196,8 @@ describe("rendering", () => {
     refused('{% case subscriber.source %}{% when "x" %}<a title="{% endcase %}<a class={{ subscriber.name }}>x</a>');
     refused('{% for t in subscriber.tags %}<a title="{% if t == "vip" %}{% break %}{% endif %}">x</a>{% endfor %}<a class={{ subscriber.name }}>y</a>');
     refused('{% capture open %}<a title="{% endcapture %}<p class={{ subscriber.name }}>x</p>');
+    // What follows the block ends the tag in one reading only: not alike.
+    refused('<p {% if subscriber.name %}title="{% endif %}>a <b title=">{{ subscriber.name }}</b>');
     // What readers disagree on: a noscript (text with scripting, markup without), text elements in SVG.
     refused('<noscript><p title="</noscript><img src=x alt={{ subscriber.name }}>">');
     refused('<svg><style>/* <a title=" */</style><a class={{ subscriber.name }}>x</a></svg>');

@@ -89,8 +89,8 @@ export const scanTag = (
  * value is printed: what follows is then read alike either way (`<td {% if a %}nowrap{% endif %}>`).
  */
 const converge = (text: string, at: number, a: ScanState, b: ScanState, skip: Skip): boolean => {
-  let x: ScanState | "end" = a;
-  let y: ScanState | "end" = b;
+  let x = a;
+  let y = b;
   for (let i = at; i < text.length && i < at + 1024; i++) {
     if (x === y) return true;
     const ch = text[i] as string;
@@ -100,8 +100,12 @@ const converge = (text: string, at: number, a: ScanState, b: ScanState, skip: Sk
       i = end - 1;
       continue;
     }
-    x = x === "end" ? x : step(x, ch);
-    y = y === "end" ? y : step(y, ch);
+    const nx = step(x, ch);
+    const ny = step(y, ch);
+    // The tag ends in both readings at once, or in one only (what follows is then read otherwise).
+    if (nx === "end" || ny === "end") return nx === ny;
+    x = nx;
+    y = ny;
   }
   return x === y;
 };
