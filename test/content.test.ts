@@ -196,6 +196,8 @@ describe("rendering", () => {
     refused('{% case subscriber.source %}{% when "x" %}<a title="{% endcase %}<a class={{ subscriber.name }}>x</a>');
     refused('{% for t in subscriber.tags %}<a title="{% if t == "vip" %}{% break %}{% endif %}">x</a>{% endfor %}<a class={{ subscriber.name }}>y</a>');
     refused('{% capture open %}<a title="{% endcapture %}<p class={{ subscriber.name }}>x</p>');
+    // tablerow writes markup of its own: inside a tag it ends or splits it.
+    refused('<a title="{% tablerow t in subscriber.tags %}{{ t }}{% endtablerow %}" class={{ subscriber.name }}>x</a>');
     // What follows the block ends the tag in one reading only: not alike.
     refused('<p {% if subscriber.name %}title="{% endif %}>a <b title=">{{ subscriber.name }}</b>');
     // What readers disagree on: a noscript (text with scripting, markup without), text elements in SVG.
@@ -214,6 +216,7 @@ describe("rendering", () => {
       '<a href="{% if subscriber.name %}https://a.example{% else %}https://b.example{% endif %}/{{ subscriber.location }}">x</a>',
       '{% if subscriber.name %}<a href="{% if subscriber.location %}https://a.example{% else %}https://b.example{% endif %}">Go</a>{% endif %}',
       '<ul>{% for t in subscriber.tags %}<li title="{{ t }}">{{ t }}</li>{% endfor %}</ul>',
+      '<table>{% tablerow t in subscriber.tags cols: 2 %}<b title="{{ t }}">{{ t }}</b>{% endtablerow %}</table><p>{{ subscriber.name }}</p>',
       '<title>{{ subscriber.name }} &lt;news@example.com&gt;</title><p>{{ subscriber.name }}</p>',
       '<p>{{ subscriber.name }}</p>{% if subscriber.name %}<!--{% endif %}',
       // CSS wrapped in a comment, as older email templates write it; HTML text elements holding markup-like text.

@@ -324,14 +324,17 @@ const tagName = (source: string, piece: Range) => /^\{%-?\s*(\w+)/.exec(source.s
  * found it: its start and its end (or a break in it) are read in different states. Infinity: none.
  */
 const firstUnevenBranch = (source: string, m: Omit<Masking, "unsettled">): number => {
-  type Block = { name: string; begin: number; at: number; ends: number[] };
+  type Block = { name: string; begin: number; at: number };
   const blocks: Block[] = [];
   const checks: { block: Block; to: number; after?: number }[] = [];
+  // `tablerow` writes `<tr …><td …>` markup of its own: only where markup may begin (in text).
+  const tablerows: number[] = [];
   for (const piece of m.pieces) {
     const name = tagName(source, piece);
     if (!name) continue;
+    if (name === "tablerow" || name === "endtablerow") tablerows.push(piece.begin);
     if (OPENERS.has(name)) {
-      blocks.push({ name, begin: piece.begin, at: piece.end, ends: [] });
+      blocks.push({ name, begin: piece.begin, at: piece.end });
       continue;
     }
     const cut = CUTS.has(name);
@@ -348,9 +351,10 @@ const firstUnevenBranch = (source: string, m: Omit<Masking, "unsettled">): numbe
     }
   }
   if (checks.length === 0) return Number.POSITIVE_INFINITY;
-  const positions = [...new Set(checks.flatMap((c) => [c.block.at, c.to]))].sort((a, b) => a - b);
+  const positions = [...new Set([...checks.flatMap((c) => [c.block.at, c.to]), ...tablerows])].sort((a, b) => a - b);
   const states = new Map(statesAt(m, positions).map((state, i) => [positions[i] as number, state]));
   let first = Number.POSITIVE_INFINITY;
+  for (const at of tablerows) if (states.get(at) !== "data") first = Math.min(first, at);
   for (const { block, to, after } of checks) {
     const from = states.get(block.at) as string;
     const end = states.get(to) as string;
