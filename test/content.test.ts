@@ -200,6 +200,8 @@ describe("rendering", () => {
     refused('<a title="{% tablerow t in subscriber.tags %}{{ t }}{% endtablerow %}" class={{ subscriber.name }}>x</a>');
     // What follows the block ends the tag in one reading only: not alike.
     refused('<p {% if subscriber.name %}title="{% endif %}>a <b title=">{{ subscriber.name }}</b>');
+    // The message names where that markup begins, as well as the value's line.
+    expect(rejection({ html: '<p>\n<noscript><p title="</noscript>\n<img src=x alt={{ subscriber.name }}>">' }).message).toMatch(/\(that markup begins on line 2\) on line 3$/);
     // What readers disagree on: a noscript (text with scripting, markup without), text elements in SVG.
     refused('<noscript><p title="</noscript><img src=x alt={{ subscriber.name }}>">');
     refused('<svg><style>/* <a title=" */</style><a class={{ subscriber.name }}>x</a></svg>');

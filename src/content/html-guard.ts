@@ -1,6 +1,7 @@
 import { CycleTag, EchoTag, Filter, type Liquid, type Template } from "liquidjs";
 import { escapeAll, escapeOutput, type FilterThis, htmlEngine, stringify, walk } from "./engine";
 import { outputPlace, type Place, SKIPPED, TAG_WINDOW } from "./markup-place";
+import { lineOf, maskedSource } from "./markup-reader";
 
 // The escaping each value a campaign's html prints gets for its place (markup-place.ts): text is
 // HTML-escaped, an attribute value kept inside its attribute (quoted or not), a URL whose scheme the
@@ -121,7 +122,11 @@ const REFUSALS: Record<Exclude<Place, object | null>, string> = {
     "a value cannot be printed after markup that readers would read differently: a Liquid branch or loop that leaves a tag, quote or comment open (or closes one) only when it runs, or a <title>, <textarea>, <noscript> or <style> holding what looks like a tag; make each branch complete markup",
 };
 
-const guardFor = (place: Place, line: () => number) => {
+const guardFor = (place: Place, line: () => number, source: string) => {
+  if (place === "unsettled") {
+    // Where the markup that readers disagree on begins, which is what to change.
+    throw new UnsafeOutputPlace(line(), `${REFUSALS.unsettled} (that markup begins on line ${lineOf(source, maskedSource(source).unsettled)})`);
+  }
   if (typeof place === "string") throw new UnsafeOutputPlace(line(), REFUSALS[place]);
   // Captured html prints as made only in text; everywhere else it is escaped as any value.
   if (place === null) return escapeOutput;
@@ -139,7 +144,8 @@ const guardFor = (place: Place, line: () => number) => {
  */
 export const guardHtmlOutputs = (templates: Template[]): Template[] => {
   for (const template of walk(templates)) {
-    const guard = () => guardFor(outputPlace(template.token.input, template.token.begin), () => template.token.getPosition()[0] as number);
+    const source = template.token.input;
+    const guard = () => guardFor(outputPlace(source, template.token.begin), () => template.token.getPosition()[0] as number, source);
     if (template instanceof CycleTag) {
       // `cycle` escapes each value with its engine's outputEscape as it writes it: inside a tag, it
       // gets an engine whose outputEscape is the guard.
