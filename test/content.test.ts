@@ -251,7 +251,11 @@ describe("rendering", () => {
     expect(at("{% capture t %}Editor's picks for {{ subscriber.name }}{% endcapture %}<img alt='{{ t }}' src=\"https://example.com/a.png\">", attack)).toContain(
       "alt='Editor&#39;s picks for x onmouseover=alert(1)'",
     );
-    expect(at("{% capture c %}-->{% endcapture %}<!-- {{ c }}<a class={{ subscriber.name }}>x</a> -->", attack)).toContain("<!-- --&gt;");
+    expect(at("{% capture c %}-->{% endcapture %}<!-- {{ c }}<a class={{ subscriber.name }}>x</a> -->", attack)).toMatch(/^<!-- --&#62;<a class=x onmouseover=alert\(1\)>x<\/a> -->$/);
+    // In an attribute, a capture keeps its entities (shown as they read) and escapes its quotes, once.
+    expect(at("{% capture t %}O'Brien &amp; Co{% endcapture %}<img alt='{{ t }}' src=\"https://example.com/a.png\">", attack)).toContain("alt='O&#39;Brien &amp; Co'");
+    // A capture made where markup may not begin (in a comment, an attribute, a title) refuses the values after it.
+    expect(rejection({ html: "<!-- {% capture b %}<a class={{ subscriber.name }}>x</a>{% endcapture %} -->{{ b }}" }).message).toContain("after markup that readers would read differently");
     // A script holding `<!--` (escaped states where `</script>` may not end it) refuses the values after it.
     expect(rejection({ html: "<script><!--<script></script>\n{{ subscriber.name }}\n--></script>" }).message).toContain("after markup that readers would read differently");
     // `=` before an attribute's name starts the name, as a browser reads it.

@@ -96,10 +96,14 @@ export function escapeOutput(this: FilterThis, value: unknown): string {
 
 /**
  * The escaping of an output anywhere but text (an attribute, a comment): captured html escaped too,
- * as any value is, since its quotes or `-->` would end the attribute or comment it is printed in.
+ * since its quotes or `-->` would end the attribute or comment it is printed in.
  */
 export function escapeAll(this: FilterThis, value: unknown): string {
-  return liquidEscape.call(this, stringify(value));
+  const text = stringify(value);
+  // Captured html's entities stay (an attribute reads them as a browser reads them in text); its
+  // quotes and brackets, which would end the attribute or the comment, are escaped.
+  if (capturedHtml.get(this.context)?.has(text)) return text.replace(/["'<>`]/g, (ch) => `&#${ch.charCodeAt(0)};`);
+  return liquidEscape.call(this, text);
 }
 
 /** What a capture holds counts against the render's memory, so doubling it in a loop stops early. */

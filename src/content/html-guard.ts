@@ -130,7 +130,7 @@ const guardFor = (place: Place, line: () => number, source: string) => {
   if (typeof place === "string") throw new UnsafeOutputPlace(line(), REFUSALS[place]);
   // Captured html prints as made only in text; everywhere else it is escaped as any value.
   if (place === null) return escapeOutput;
-  if (place.comment) return escapeAll;
+  if (place.strict) return escapeAll;
   if (place.css === "element") return escapeCssText;
   const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeAll;
   return place.unquoted ? unquotedOf(base, place.alone) : base;

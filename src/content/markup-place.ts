@@ -22,7 +22,8 @@ const COLON_NEXT = /^(?:[\u0000-\u0020\u007f]|&(?:#0*(?:9|10|13|32);?|#x0*(?:9|a
 export const TAG_WINDOW = 8 * 1024;
 
 /**
- * Where what a template prints at `begin` of `source` lands: in text (null); in a comment (`comment`);
+ * Where what a template prints at `begin` of `source` lands: in text (null); in a comment or a text
+ * element's text (`strict`: captured html escaped too, as its markup would end them);
  * inside a tag, with
  * `url` saying whether it is in a URL attribute whose scheme the template's own text has not fixed
  * (`open`, or `beforeColon`: right before the template's own colon), `unquoted` whether its value
@@ -34,7 +35,7 @@ export const TAG_WINDOW = 8 * 1024;
  * far into a tag (`far`).
  */
 export type Place =
-  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; css?: "attribute" | "element"; comment?: true }
+  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; css?: "attribute" | "element"; strict?: true }
   | "handler"
   | "liquidName"
   | "script"
@@ -75,9 +76,10 @@ export const outputPlace = (source: string, begin: number): Place => {
   if (at >= masking.unsettled) return "unsettled";
   if (rangeAt(masking.scripts, at)) return "script";
   if (rangeAt(masking.styles, at)) return { url: null, unquoted: false, css: "element" };
-  const inComment = { url: null, unquoted: false, comment: true } as const;
+  const inComment = { url: null, unquoted: false, strict: true } as const;
   const comment = rangeAt(masking.comments, at);
   if (comment && at > comment.begin) return inComment;
+  if (rangeAt(masking.texts, at, true)) return inComment;
   const open = lastBefore(masking.opens, at);
   if (open === -1) return null;
   // The tag ended before the value, with no Liquid inside it that could hide its `>`: text.

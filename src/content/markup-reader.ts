@@ -112,10 +112,6 @@ const converge = (text: string, at: number, a: ScanState, b: ScanState, skip: Sk
 
 /** Elements whose content a browser reads as text up to their end tag (in HTML; inside SVG or MathML, none). */
 const TEXT_ELEMENTS: ReadonlySet<string> = new Set(["script", "style", "title", "textarea", "noscript", "xmp", "iframe", "noembed", "noframes", "plaintext"]);
-/** HTML elements that end SVG or MathML where they appear. */
-const BREAKOUT: ReadonlySet<string> = new Set(
-  "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i img li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt u ul var".split(" "),
-);
 /** What a browser would take for a tag, a comment or a bogus comment: `<` before a letter, `/`, `!`, `?`, or Liquid. */
 const TAG_LIKE = /<[a-z/!?\u0000]/gi;
 
@@ -158,7 +154,7 @@ const readMarkup = (masked: string, skip: Skip) => {
     unsettled = Math.min(unsettled, at);
   };
   const lower = masked.toLowerCase();
-  let foreign = 0;
+  let foreign = false;
   let i = 0;
   while (i < masked.length) {
     const lt = masked.indexOf("<", i);
@@ -211,22 +207,20 @@ const readMarkup = (masked: string, skip: Skip) => {
     tagEnds.set(lt, { ...found, bogus: false, name });
     if (found.end === -1) break;
     i = found.end + 1;
-    if (closing) {
-      if ((name === "svg" || name === "math") && foreign > 0) foreign--;
-      continue;
-    }
-    if (foreign > 0 && BREAKOUT.has(name)) foreign = 0;
-    if ((name === "svg" || name === "math") && masked[found.end - 1] !== "/") foreign++;
+    if (closing) continue;
+    // Where SVG or MathML ends is left to the browser (breakouts, integration points, branches): from
+    // the first one on, text elements are read by the strict rule.
+    if (name === "svg" || name === "math") foreign = true;
     if (!TEXT_ELEMENTS.has(name)) continue;
     let end: number;
-    if (foreign === 0 && name !== "noscript") {
+    if (!foreign && name !== "noscript") {
       // HTML text: to its end tag (plaintext: to the end), whatever it holds; but an end tag Liquid
       // writes may end it where the search does not.
       const close = new RegExp(`</${name}[\\t\\n\\f\\r />]`, "g");
       close.lastIndex = i;
       end = name === "plaintext" ? masked.length : (close.exec(lower)?.index ?? masked.length);
       // (A script holding `<!--` has escaped states of its own, where `</script>` may not end it.)
-      if (/<\/[a-z]*\u0000/i.test(masked.slice(i, end)) || (name === "script" && masked.slice(i, end).includes("<!--"))) unsettle(i);
+      if (/<\u0000|<\/[a-z]*\u0000/i.test(masked.slice(i, end)) || (name === "script" && masked.slice(i, end).includes("<!--"))) unsettle(i);
     } else {
       // A noscript (text with scripting, markup without), or text in SVG or MathML (markup there):
       // the first thing that looks like a tag must be its end tag. (An HTML comment holding nothing
@@ -314,8 +308,12 @@ const SEPARATORS: ReadonlySet<string> = new Set(["elsif", "else", "when"]);
 const CLOSERS: ReadonlySet<string> = new Set(["endif", "endunless", "endcase", "endfor", "endtablerow", "endcapture"]);
 const CUTS: ReadonlySet<string> = new Set(["break", "continue"]);
 const LOOPS: ReadonlySet<string> = new Set(["for", "tablerow"]);
-/** Tags that print (what they print is a value, escaped for its place); the others print nothing. */
-const PRINTING: ReadonlySet<string> = new Set(["echo", "cycle", "increment", "decrement", "liquid"]);
+/**
+ * Tags that print (what they print is a value, escaped for its place); the others print nothing. A
+ * `{% liquid %}` tag is read as printing nothing (it mostly assigns); the values its `echo` prints are
+ * escaped for where it stands, so printing one there instead changes nothing a value could use.
+ */
+const PRINTING: ReadonlySet<string> = new Set(["echo", "cycle", "increment", "decrement"]);
 
 const tagName = (source: string, piece: Range) => /^\{%-?\s*(\w+)/.exec(source.slice(piece.begin, piece.begin + 40))?.[1];
 
@@ -327,12 +325,13 @@ const firstUnevenBranch = (source: string, m: Omit<Masking, "unsettled">): numbe
   type Block = { name: string; begin: number; at: number };
   const blocks: Block[] = [];
   const checks: { block: Block; to: number; after?: number }[] = [];
-  // `tablerow` writes `<tr …><td …>` markup of its own: only where markup may begin (in text).
+  // `tablerow` writes `<tr …><td …>` markup of its own, and a capture's html prints as made: only
+  // where markup may begin (in text), so a capture's values were placed as where it prints.
   const tablerows: number[] = [];
   for (const piece of m.pieces) {
     const name = tagName(source, piece);
     if (!name) continue;
-    if (name === "tablerow" || name === "endtablerow") tablerows.push(piece.begin);
+    if (name === "tablerow" || name === "endtablerow" || name === "capture" || name === "endcapture") tablerows.push(piece.begin);
     if (OPENERS.has(name)) {
       blocks.push({ name, begin: piece.begin, at: piece.end });
       continue;
@@ -376,6 +375,21 @@ let masking: Masking | undefined;
 const RAW_OR_COMMENT = String.raw`(\{%-?\s*raw\b[^%]*?-?%\})([\s\S]*?)(\{%-?\s*endraw\b[^%]*?-?%\})|(\{%-?\s*comment\b[^%]*?-?%\})([\s\S]*?)\{%-?\s*endcomment\b[^%]*?-?%\}`;
 const MASKED = new RegExp(`${RAW_OR_COMMENT}|${LIQUID.source}`, "g");
 
+/** What liquidjs trims for a `-` (its own blank characters: not U+FEFF, which JavaScript's \s has; U+180E, which it has not). */
+const LIQUID_BLANK = /^[\t\n\v\f\r \u00a0\u1680\u180e\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]$/;
+
+/** Whether a Liquid tag or output, as the search found it, ends inside a string (liquidjs reads on past its `}}` or `%}`). */
+const endsInString = (piece: string): boolean => {
+  let quote: string | undefined;
+  for (let i = 2; i < piece.length - 2; i++) {
+    const ch = piece[i];
+    if (quote) {
+      if (ch === quote) quote = undefined;
+    } else if (ch === '"' || ch === "'") quote = ch;
+  }
+  return quote !== undefined;
+};
+
 /** The line (from 1) of position `at` of `source`. */
 export const lineOf = (source: string, at: number): number => (source.slice(0, at).match(/\r\n?|\n/g)?.length ?? 0) + 1;
 
@@ -384,6 +398,8 @@ export const maskedSource = (source: string): Masking => {
   if (masking?.source !== source) {
     const pieces: Range[] = [];
     const silent: Range[] = [];
+    /** Raw and comment blocks as the search found them. */
+    const blocks: Range[] = [];
     let unsettledComment = Number.POSITIVE_INFINITY;
     const mask = (piece: string, at: number, quiet: boolean) => {
       const range = { begin: at, end: at + piece.length };
@@ -395,12 +411,19 @@ export const maskedSource = (source: string): Masking => {
       MASKED,
       (piece: string, rawOpen: string | undefined, rawText: string | undefined, _rawClose: string | undefined, commentOpen: string | undefined, commentText: string | undefined, at: number) => {
         if (rawOpen !== undefined && rawText !== undefined) {
+          blocks.push({ begin: at, end: at + piece.length });
           return mask(rawOpen, at, true) + rawText + mask(piece.slice(rawOpen.length + rawText.length), at + rawOpen.length + rawText.length, true);
         }
+        if (commentOpen !== undefined) blocks.push({ begin: at, end: at + piece.length });
         // liquidjs reads a comment's body as Liquid: an `{% endcomment %}` inside an output or a tag
-        // (`{{ "{% endcomment %}" }}`) ends it later than this search does.
-        if (commentOpen !== undefined && /\{\{|\{%/.test((commentText ?? "").replace(LIQUID, ""))) unsettledComment = Math.min(unsettledComment, at);
-        const name = piece.startsWith("{%") ? /^\{%-?\s*(\w+)/.exec(piece)?.[1] : undefined;
+        // (`{{ "{% endcomment %}" }}`), or after a `{% raw %}` in it, ends it later than this search
+        // does; and it reads a tag or output on past a `}}` or `%}` inside a string.
+        const misread =
+          commentOpen !== undefined
+            ? /\{\{|\{%/.test((commentText ?? "").replace(LIQUID, "")) || /\{%-?\s*raw\b/.test(commentText ?? "")
+            : endsInString(piece);
+        if (misread) unsettledComment = Math.min(unsettledComment, at);
+        const name = piece.startsWith("{%") ? /^\{%-?\s*(#|\w+)/.exec(piece)?.[1] : undefined;
         return mask(piece, at, commentOpen !== undefined || (name !== undefined && !PRINTING.has(name)));
       },
     );
@@ -410,7 +433,7 @@ export const maskedSource = (source: string): Masking => {
       const text = source.slice(piece.begin, piece.end);
       if (/^\{[{%]-/.test(text)) {
         let j = piece.begin;
-        while (j > 0 && /\s/.test(source[j - 1] as string) && chars[j - 1] !== UNKNOWN) j--;
+        while (j > 0 && LIQUID_BLANK.test(source[j - 1] as string) && chars[j - 1] !== UNKNOWN) j--;
         if (j < piece.begin) {
           for (let k = j; k < piece.begin; k++) chars[k] = UNKNOWN;
           silent.push({ begin: j, end: piece.begin });
@@ -418,7 +441,7 @@ export const maskedSource = (source: string): Masking => {
       }
       if (/-[}%]\}$/.test(text)) {
         let j = piece.end;
-        while (j < source.length && /\s/.test(source[j] as string) && chars[j] !== UNKNOWN) j++;
+        while (j < source.length && LIQUID_BLANK.test(source[j] as string) && chars[j] !== UNKNOWN) j++;
         if (j > piece.end) {
           for (let k = piece.end; k < j; k++) chars[k] = UNKNOWN;
           silent.push({ begin: piece.end, end: j });
@@ -426,6 +449,10 @@ export const maskedSource = (source: string): Masking => {
       }
     }
     const trimmed = chars.join("");
+    // A comment or raw tag the search did not take for one (a `%` in its arguments, say): liquidjs may.
+    for (const m of source.matchAll(/\{%-?\s*(?:end)?(?:comment|raw)\b/g)) {
+      if (!blocks.some((range) => m.index >= range.begin && m.index < range.end)) unsettledComment = Math.min(unsettledComment, m.index);
+    }
     // Silent ranges merged, so a run of them is skipped at once.
     silent.sort((a, b) => a.begin - b.begin);
     const runs: Range[] = [];
