@@ -226,6 +226,8 @@ describe("rendering", () => {
       '<title>{{ subscriber.name }} <news@example.com></title><p>{{ subscriber.name }}</p>',
       // A branch that ends in another state of the same tag, read alike from the block's end.
       '<table><tr><td {% if subscriber.name %}nowrap{% endif %} title="{{ subscriber.name }}">x</td></tr></table>',
+      // The README's way around the cautious refusal of an unquoted value each branch writes.
+      '<table><tr><td width="{% if subscriber.name %}600{% else %}480{% endif %}" title="{{ subscriber.name }}">x</td></tr></table>',
     ]) {
       expect(() => validateCampaignContent(content({ html })), html).not.toThrow();
     }
