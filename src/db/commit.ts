@@ -1,4 +1,3 @@
-import { sql } from "drizzle-orm";
 import type { Context } from "hono";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import { ApiError } from "../errors/api-error";
@@ -15,7 +14,6 @@ import { undispatchedIn } from "../events/event-statement";
 import { enqueueDispatch } from "../events/outbox";
 import { type CommitEvent, writeEvents } from "../events/write-events";
 import { replayResponse, type StoredResponse } from "../idempotency/stored-response";
-import { schemaProbeQueries } from "./schema-probe";
 import type { AppEnv } from "../lib/types";
 
 /**
@@ -23,7 +21,7 @@ import type { AppEnv } from "../lib/types";
  * batch, replayed through its serializer), or a body computed before it (only for a request with no
  * statements: nothing then decides whether it applied).
  */
-type Answer = { status: 200 | 201 | 202; resource: ResourceKind; id: string } | { status: 200 | 201 | 202; body: unknown };
+export type Answer = { status: 200 | 201 | 202; resource: ResourceKind; id: string } | { status: 200 | 201 | 202; body: unknown };
 
 /**
  * The one write path: a request's statements commit in ONE D1 batch (one round trip, atomic),
@@ -45,31 +43,22 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
   c: Context<AppEnv>,
   statements: readonly [...T],
   answer: Answer,
-  options: {
-    events?: readonly CommitEvent[];
-    /**
-     * Read every table and column first (src/db/schema-probe.ts), in the same batch: for a write whose
-     * work goes on later (a send), a database behind the code refuses it (503) rather than accept
-     * work that would then fail.
-     */
-    probeSchema?: boolean;
-  } = {},
+  options: { events?: readonly CommitEvent[] } = {},
 ): Promise<BatchResponse<T>> => {
   const { db } = c.var;
   const request = c.var.idempotency;
   const list = options.events ?? [];
-  const probe = options.probeSchema ? schemaProbeQueries().map((query) => db.run(sql.raw(query))) : [];
   // A body answer has no statement to decide whether it applied: it is for a request that writes
   // nothing but its answer (a test send), whose record is written unconditionally.
   if (!("resource" in answer) && statements.length > 0) throw new Error("commit: a body answer is for a request with no statements");
-  if (!request && list.length === 0 && probe.length === 0) {
+  if (!request && list.length === 0) {
     if (statements.length === 0) return [] as unknown as BatchResponse<T>;
     return (await db.batch(statements as unknown as [BatchItem<"sqlite">])) as unknown as BatchResponse<T>;
   }
   const now = Date.now();
   // With events: [marks before] statements [mark?, events] record [clear?] (src/events/write-events.ts).
   const events = list.length > 0 ? writeEvents(db, list, now) : undefined;
-  const head = [...probe, ...(request ? [dropExpiredRecord(db, request, now)] : []), ...(events?.before ?? [])];
+  const head = [...(request ? [dropExpiredRecord(db, request, now)] : []), ...(events?.before ?? [])];
   const record = !request
     ? []
     : "resource" in answer
@@ -111,7 +100,7 @@ export const answeredBefore = (request: IdempotentRequest, record: IdempotencyRe
 export const keyReused = () =>
   new ApiError(
     "idempotency_key_reused",
-    "This Idempotency-Key was already used with another method, path or body (bodies are compared byte for byte: the same data serialized differently is another body); use a new key for a new request",
+    "This Idempotency-Key was already used with another method, path or body; use a new key for a new request",
     { param: "Idempotency-Key" },
   );
 

@@ -5,7 +5,7 @@ import { ApiError } from "../errors/api-error";
 import { errorResponse, requestIdHeader } from "../errors/openapi";
 import { publicLimitWait } from "../middleware/client-ip";
 import type { AppEnv } from "../lib/types";
-import { schemaProbeQueries } from "../db/schema-probe";
+import { schemaProbeQueries } from "../lib/schema-probe";
 import { MIGRATE_HINT } from "../errors/configuration";
 import { publicOrigin } from "../sending/compose";
 import { resendConfigFindings } from "../sending/integrations/resend-config";

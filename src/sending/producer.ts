@@ -5,6 +5,7 @@ import { operations } from "../db/schema";
 import { ApiError, notFound } from "../errors/api-error";
 import { findCampaign } from "../campaigns/campaigns.repository";
 import { newId } from "../lib/ids";
+import { schemaProbeQueries } from "../lib/schema-probe";
 import type { AppEnv, CredentialMode } from "../lib/types";
 import { integrationSlugs, isIntegrationSlug, resolveIntegration } from "./integrations";
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
@@ -68,23 +69,29 @@ export const startCampaignSend = async (c: Context<AppEnv>, request: SendRequest
 
   const now = Date.now();
   const id = newId("operation", now);
-  const [, [operation]] = await commit(
+  // The send's work goes on in the queue, against every table: its batch first reads them all (no
+  // rows), so a database behind the code refuses it here (503) instead of accepting work that fails.
+  const probe = schemaProbeQueries().map((query) => c.var.db.run(sql.raw(query)));
+  const results = await commit(
     c,
-    createSendOperation(c.var.db, {
-      id,
-      workspaceId: request.workspaceId,
-      campaignId: request.campaignId,
-      integrationSlug: slug,
-      deliveryIntegration,
-      mode: request.mode,
-      now,
-    }),
+    [
+      ...probe,
+      ...createSendOperation(c.var.db, {
+        id,
+        workspaceId: request.workspaceId,
+        campaignId: request.campaignId,
+        integrationSlug: slug,
+        deliveryIntegration,
+        mode: request.mode,
+        now,
+      }),
+    ],
     { status: 202, resource: "operation", id },
-    // A send that starts now moves the campaign to `sending` in this batch; a scheduled one does so
-    // when it starts. The send's work goes on in the queue, against every table: a database behind
-    // the code refuses it here (503) instead.
-    { events: [{ type: "campaign.sending", resource: "campaign", id: request.campaignId, onlyIf: sql`status = 'sending'` }], probeSchema: true },
+    // A send that starts now moves the campaign to `sending` in this batch; a scheduled one does so when it starts.
+    { events: [{ type: "campaign.sending", resource: "campaign", id: request.campaignId, onlyIf: sql`status = 'sending'` }] },
   );
+  // After the probe, the campaign's update, then the operation's insert (returning it).
+  const [operation] = results[probe.length + 1] as (typeof operations.$inferSelect)[];
   if (!operation) {
     // Nothing changed: the campaign does not exist here, or is not a draft (another send won).
     const campaign = await findCampaign(c.var.db, request.workspaceId, request.campaignId);

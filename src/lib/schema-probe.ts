@@ -1,6 +1,6 @@
 import { is } from "drizzle-orm";
 import { getTableConfig, SQLiteTable } from "drizzle-orm/sqlite-core";
-import * as schema from "./schema";
+import * as schema from "../db/schema";
 
 /**
  * One query per table the code uses, reading every column it knows of (no rows): a database behind
