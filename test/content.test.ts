@@ -20,6 +20,12 @@ const content = (over: Partial<CampaignContent>): CampaignContent => ({ subject:
 const render = (over: Partial<CampaignContent>, recipient: Recipient = bob) =>
   renderMessage(compileCampaign(content(over), newsletter), recipient, URL);
 
+/** The template's own part of the html rendered for bob with `over`: what comes before the footer. */
+const ownPart = (template: string, over: Partial<Recipient>) => {
+  const html = render({ html: template }, { ...bob, ...over }).html ?? "";
+  return html.slice(0, html.indexOf("<div"));
+};
+
 /** The 400 a template gets when saved. */
 const rejection = (over: Partial<CampaignContent>) => {
   try {
@@ -58,10 +64,7 @@ describe("rendering", () => {
   });
 
   it("keeps a value inside an unquoted attribute: it cannot add attributes of its own", () => {
-    const at = (template: string, name: string) => {
-      const html = render({ html: template }, { ...bob, name }).html ?? "";
-      return html.slice(0, html.indexOf("<div"));
-    };
+    const at = (template: string, name: string) => ownPart(template, { name });
     const attack = "x onmouseover=alert(document.domain) style=display:block";
     // Unquoted values (valid HTML): spaces, = and ` print as references, which a browser reads back as
     // the same text inside the one value.
@@ -99,10 +102,7 @@ describe("rendering", () => {
   });
 
   it("never lets a value bring a script or data scheme into a link: escaping alone would not stop javascript:", () => {
-    const at = (template: string, location: string) => {
-      const html = render({ html: template }, { ...bob, location }).html ?? "";
-      return html.slice(0, html.indexOf("<div")); // the template's own part, before the footer
-    };
+    const at = (template: string, location: string) => ownPart(template, { location });
     for (const location of ["javascript:alert(1)", " JaVaScRiPt:alert(1)", "java\tscript:alert(1)", "data:text/html,<script>x</script>", "vbscript:x", ":x"]) {
       // At the start of an href, a src or any URL attribute, quoted or not, through steps and through tags.
       expect(at('<a href="{{ subscriber.location }}">x</a>', location)).toBe('<a href="#">x</a>');
@@ -162,10 +162,7 @@ describe("rendering", () => {
   });
 
   it("reads a tag as a browser does: a < or a quote inside an earlier quoted value starts nothing", () => {
-    const at = (template: string, recipient: Partial<Recipient>) => {
-      const html = render({ html: template }, { ...bob, ...recipient }).html ?? "";
-      return html.slice(0, html.indexOf("<div"));
-    };
+    const at = ownPart;
     const js = "javascript:alert(1)";
     expect(at('<a title="Write to <news@example.com>" href="{{ subscriber.location }}">x</a>', { location: js })).toBe(
       '<a title="Write to <news@example.com>" href="#">x</a>',
@@ -234,10 +231,7 @@ describe("rendering", () => {
   });
 
   it("reads HTML text elements, silent Liquid, whitespace control and captures as the rendering does", () => {
-    const at = (template: string, name: string) => {
-      const html = render({ html: template }, { ...bob, name }).html ?? "";
-      return html.slice(0, html.indexOf("<div"));
-    };
+    const at = (template: string, name: string) => ownPart(template, { name });
     const attack = "x onmouseover=alert(1)";
     // A title is text to its end tag: the img after it is markup, its value kept inside its attribute.
     expect(at('<title>What\'s new <b title="</title><img src=x alt={{ subscriber.name }}>', attack)).toContain("alt=x&#32;onmouseover&#61;alert(1)");
@@ -283,10 +277,7 @@ describe("rendering", () => {
   });
 
   it("prints into CSS only a value that is one (a colour, a size, a font): nothing that ends the declaration or loads anything", () => {
-    const at = (template: string, name: string) => {
-      const html = render({ html: template }, { ...bob, name }).html ?? "";
-      return html.slice(0, html.indexOf("<div"));
-    };
+    const at = (template: string, name: string) => ownPart(template, { name });
     expect(at('<p style="color:{{ subscriber.name }}">t</p>', "#3366FF")).toBe('<p style="color:#3366FF">t</p>');
     expect(at('<p style="font-family:{{ subscriber.name }}">t</p>', "Helvetica Neue, Arial")).toBe('<p style="font-family:Helvetica Neue, Arial">t</p>');
     expect(at("<p style=width:{{ subscriber.name }}>t</p>", "50 %")).toBe("<p style=width:50&#32;%>t</p>");
