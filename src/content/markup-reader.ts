@@ -327,11 +327,11 @@ const firstUnevenBranch = (source: string, m: Omit<Masking, "unsettled">): numbe
   const checks: { block: Block; to: number; after?: number }[] = [];
   // `tablerow` writes `<tr …><td …>` markup of its own, and a capture's html prints as made: only
   // where markup may begin (in text), so a capture's values were placed as where it prints.
-  const tablerows: number[] = [];
+  const markupOnly: number[] = [];
   for (const piece of m.pieces) {
     const name = tagName(source, piece);
     if (!name) continue;
-    if (name === "tablerow" || name === "endtablerow" || name === "capture" || name === "endcapture") tablerows.push(piece.begin);
+    if (name === "tablerow" || name === "endtablerow" || name === "capture" || name === "endcapture") markupOnly.push(piece.begin);
     if (OPENERS.has(name)) {
       blocks.push({ name, begin: piece.begin, at: piece.end });
       continue;
@@ -350,10 +350,10 @@ const firstUnevenBranch = (source: string, m: Omit<Masking, "unsettled">): numbe
     }
   }
   if (checks.length === 0) return Number.POSITIVE_INFINITY;
-  const positions = [...new Set([...checks.flatMap((c) => [c.block.at, c.to]), ...tablerows])].sort((a, b) => a - b);
+  const positions = [...new Set([...checks.flatMap((c) => [c.block.at, c.to]), ...markupOnly])].sort((a, b) => a - b);
   const states = new Map(statesAt(m, positions).map((state, i) => [positions[i] as number, state]));
   let first = Number.POSITIVE_INFINITY;
-  for (const at of tablerows) if (states.get(at) !== "data") first = Math.min(first, at);
+  for (const at of markupOnly) if (states.get(at) !== "data") first = Math.min(first, at);
   for (const { block, to, after } of checks) {
     const from = states.get(block.at) as string;
     const end = states.get(to) as string;
