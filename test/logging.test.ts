@@ -1,4 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { createExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { createApp } from "../src/app";
 import { call, tenant } from "./helpers";
 
 afterEach(() => vi.restoreAllMocks());
@@ -16,6 +19,7 @@ describe("access log", () => {
     const [first, second] = lines.map((line) => JSON.parse(line));
     expect(first).toEqual({
       level: "info",
+      event: "request",
       request_id: created.headers.get("request-id"),
       method: "POST",
       route: "POST /workspaces/{workspace_id}/subscribers",
@@ -45,5 +49,22 @@ describe("access log", () => {
     expect(get).toMatchObject({ method: "GET", route: "GET /u/{token}", path: "/u/{token}" });
     expect(post).toMatchObject({ method: "POST", route: "POST /u/{token}/resubscribe", path: "/u/{token}/resubscribe" });
     expect(lines.join("\n")).not.toContain(token);
+  });
+
+  it("prints a server error's line with console.error, so a filter on the error level finds it", async () => {
+    const t = await tenant();
+    const printed: { method: string; line: Record<string, unknown> }[] = [];
+    for (const method of ["log", "warn", "error"] as const) {
+      vi.spyOn(console, method).mockImplementation((line: unknown) => void printed.push({ method, line: JSON.parse(String(line)) }));
+    }
+    // A deployment missing a binding answers 503 configuration_error.
+    const res = await createApp().fetch(
+      new Request("https://api.example.test/v1/workspaces", { headers: { authorization: `Bearer ${t.token}` } }),
+      { ...env, IDEMPOTENCY_KV: undefined } as unknown as Env,
+      createExecutionContext(),
+    );
+    expect(res.status).toBe(503);
+    const access = printed.filter((p) => p.line.event === "request");
+    expect(access).toEqual([{ method: "error", line: expect.objectContaining({ level: "error", status: 503 }) }]);
   });
 });

@@ -114,6 +114,13 @@ describe("round trips per route", () => {
     expectBudget(await t.call("GET", `${t.ws}/campaigns/${campaign.id}/stats`), { db: 1, kv: 0 });
     expectBudget(await t.call("GET", `${t.ws}/events`), { db: 1, kv: 0 });
     expectBudget(await t.call("GET", `${t.ws}/webhook_endpoints`), { db: 1, kv: 0 });
+    const endpoint = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: "https://hooks.example.com/in", events: ["subscriber.created"] } });
+    expect(endpoint.status).toBe(201);
+    expectBudget(await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.body.data.id}`), { db: 1, kv: 0 });
+    expectBudget(await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.body.data.id}/attempts`), { db: 1, kv: 0 });
+    expect((await t.call("POST", `${t.ws}/subscribers`, { body: { email: "evented@example.com" } })).status).toBe(201);
+    const [event] = (await t.call("GET", `${t.ws}/events?limit=1`)).body.data;
+    expectBudget(await t.call("GET", `${t.ws}/events/${event.id}`), { db: 1, kv: 0 });
   });
 });
 

@@ -5,7 +5,7 @@ import { hashToken, issueToken } from "../credentials/tokens";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { sha256Hex } from "../lib/crypto";
-import { afterPosition, envelope, listScope, toPage } from "../lib/http";
+import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { type AppEnv, scopes as allScopes } from "../lib/types";
 import { existingWorkspaceIds, findWorkspace, insertWorkspace, listWorkspacesPage } from "../workspaces/workspaces.repository";
@@ -72,9 +72,8 @@ export const adminRouter = createRouter()
   })
   .openapi(listWorkspacesRoute, async (c) => {
     const { limit, after } = c.req.valid("query");
-    const scope = listScope("workspaces");
-    const rows = await listWorkspacesPage(c.var.db, await afterPosition(c, scope, after), limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeWorkspace), 200);
+    const page = await listPage(c, { list: "workspaces", after, limit }, (position, take) => listWorkspacesPage(c.var.db, position, take), serializeWorkspace);
+    return c.json(page, 200);
   })
   .openapi(getWorkspaceRoute, async (c) => {
     const { workspace_id } = c.req.valid("param");
@@ -84,10 +83,9 @@ export const adminRouter = createRouter()
   })
   .openapi(listCredentialsRoute, async (c) => {
     const { limit, after, workspace_id } = c.req.valid("query");
-    const scope = listScope("credentials", { workspace_id });
-    const position = await afterPosition(c, scope, after);
-    const rows = await listCredentialsPage(c.var.db, workspace_id, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeCredential), 200);
+    const request = { list: "credentials", filters: { workspace_id }, after, limit };
+    const page = await listPage(c, request, (position, take) => listCredentialsPage(c.var.db, workspace_id, position, take), serializeCredential);
+    return c.json(page, 200);
   })
   .openapi(getCredentialRoute, async (c) => {
     const { credential_id } = c.req.valid("param");

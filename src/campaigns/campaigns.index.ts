@@ -2,7 +2,7 @@ import { publicBaseUrl } from "../sending/compose";
 import { commit } from "../db/commit";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, listScope, toPage } from "../lib/http";
+import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { findNewsletter } from "../newsletters/newsletters.repository";
 import { serializeOperation } from "../operations/operations.schemas";
@@ -53,10 +53,9 @@ export const campaignsRouter = createRouter()
   .openapi(listCampaigns, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const { limit, after, status } = c.req.valid("query");
-    const scope = listScope(`campaigns:${workspace_id}`, { status });
-    const position = await afterPosition(c, scope, after);
-    const { rows, truncated } = await listCampaignsPage(c.var.db, workspace_id, status, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeCampaign, truncated), 200);
+    const request = { list: `campaigns:${workspace_id}`, filters: { status }, after, limit };
+    const page = await listPage(c, request, (position, take) => listCampaignsPage(c.var.db, workspace_id, status, position, take), serializeCampaign);
+    return c.json(page, 200);
   })
   .openapi(updateCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

@@ -1,3 +1,4 @@
+import { logError } from "../lib/log";
 import { Hono, type Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { ApiError } from "../errors/api-error";
@@ -150,13 +151,6 @@ export const consentRouter = new Hono<AppEnv>()
   .all("/u/:token/resubscribe", () => notAllowed("POST"))
   .all("/u/*", () => respond(invalidLinkPage()))
   .onError((err, c) => {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        request_id: c.get("requestId"),
-        route: "consent",
-        error: err instanceof Error ? { name: err.name, message: err.message } : String(err),
-      }),
-    );
+    logError("consent_failed", { request_id: c.get("requestId") }, err);
     return respond(problemPage(err instanceof ApiError && err.status === 503 ? 503 : 500, "Something went wrong", "Please try again in a moment."));
   });

@@ -45,11 +45,16 @@ export const ConfigurationError = {
   unmigrated: () => new ApiError("configuration_error", `The database has not been migrated: ${MIGRATE_HINT}, and retry`),
 };
 
-const UNMIGRATED = /no such (table|column)/i;
-
-/** A driver error that means the schema is missing or behind the code, rather than a bug. */
-export const configurationProblemOf = (thrown: unknown): ApiError | undefined => {
+/**
+ * What a driver error says is missing from the database (`no such column: description`) when the
+ * schema is missing or behind the code, rather than a bug; undefined for any other error.
+ */
+export const missingSchemaObject = (thrown: unknown): string | undefined => {
   if (!(thrown instanceof Error)) return undefined;
-  const text = `${thrown.message} ${thrown.cause instanceof Error ? thrown.cause.message : ""}`;
-  return UNMIGRATED.test(text) ? ConfigurationError.unmigrated() : undefined;
+  const text = `${thrown.message} ${thrown.cause instanceof Error ? thrown.cause.message : String(thrown.cause ?? "")}`;
+  return /no such (?:table|column): [\w.]+/i.exec(text)?.[0];
 };
+
+/** A driver error that means the schema is missing or behind the code, as the answer to give. */
+export const configurationProblemOf = (thrown: unknown): ApiError | undefined =>
+  missingSchemaObject(thrown) ? ConfigurationError.unmigrated() : undefined;

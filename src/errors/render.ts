@@ -35,7 +35,8 @@ export const renderError = (c: Context<AppEnv>, thrown: unknown): Response => {
   // The provider's trouble is not the service's: the access line carries it as a warning.
   if (err.code === "provider_unavailable") c.set("warning", err.message);
   else if (!(thrown instanceof ApiError) || err.status >= 500) {
-    console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), code: err.code, error: describeForLog(thrown) }));
+    // Its own description: the stack, without what a client sent.
+    console.error(JSON.stringify({ level: "error", event: "request_failed", request_id: c.get("requestId"), code: err.code, error: describeForLog(thrown) }));
   }
   for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value);
   c.header("Request-Id", c.get("requestId"));

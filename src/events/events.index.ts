@@ -1,6 +1,6 @@
 import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, listScope, toPage } from "../lib/http";
+import { envelope, listPage } from "../lib/http";
 import { findEvent, listEventsPage } from "./events.repository";
 import { getEvent, listEvents } from "./events.routes";
 import { serializeEvent } from "./events.schemas";
@@ -9,10 +9,9 @@ export const eventsRouter = createRouter()
   .openapi(listEvents, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const { limit, after, type } = c.req.valid("query");
-    const scope = listScope(`events:${workspace_id}`, { type });
-    const position = await afterPosition(c, scope, after);
-    const { rows, truncated } = await listEventsPage(c.var.db, workspace_id, type, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeEvent, truncated), 200);
+    const request = { list: `events:${workspace_id}`, filters: { type }, after, limit };
+    const page = await listPage(c, request, (position, take) => listEventsPage(c.var.db, workspace_id, type, position, take), serializeEvent);
+    return c.json(page, 200);
   })
   .openapi(getEvent, async (c) => {
     const { workspace_id, event_id } = c.req.valid("param");

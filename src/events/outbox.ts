@@ -1,3 +1,4 @@
+import { logError } from "../lib/log";
 import { type SQL, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import type { AppEnv } from "../lib/types";
@@ -49,14 +50,7 @@ export const enqueueDispatch = async (queue: Queue, eventIds: string[]): Promise
   try {
     await queue.sendBatch(eventIds.map((id) => ({ body: { type: "dispatch", event_id: id } satisfies WebhookMessage })));
   } catch (err) {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        event: "webhook_dispatch_enqueue_failed",
-        event_ids: eventIds,
-        error: err instanceof Error ? err.message : String(err),
-      }),
-    );
+    logError("webhook_dispatch_enqueue_failed", { event_ids: eventIds }, err);
   }
 };
 

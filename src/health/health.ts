@@ -1,12 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { bindingPurpose, missingBindings, neededBindings } from "../errors/configuration";
+import { bindingPurpose, missingBindings, missingSchemaObject, neededBindings } from "../errors/configuration";
 import { ApiError } from "../errors/api-error";
 import { errorResponse, requestIdHeader } from "../errors/openapi";
 import { publicLimitWait } from "../middleware/client-ip";
 import type { AppEnv } from "../lib/types";
 import { schemaProbeQueries } from "../lib/schema-probe";
 import { MIGRATE_HINT } from "../errors/configuration";
+import { logError } from "../lib/log";
 import { publicOrigin } from "../sending/compose";
 import { resendConfigFindings } from "../sending/integrations/resend-config";
 import { maxRps } from "../sending/pacer";
@@ -89,14 +90,11 @@ const databaseCheck = async (c: Context<AppEnv>): Promise<Check> => {
       message: signing ? "migrated; the signing key is present" : "migrated; the signing key will be created on first use",
     };
   } catch (err) {
-    const text = err instanceof Error ? `${err.message} ${String(err.cause ?? "")}` : String(err);
-    const missing = /no such (?:table|column): [\w.]+/i.exec(text)?.[0];
-    return {
-      status: "failed",
-      message: missing
-        ? `the database is behind the code (${missing}): ${MIGRATE_HINT}`
-        : "the database could not be queried",
-    };
+    const missing = missingSchemaObject(err);
+    if (missing) return { status: "failed", message: `the database is behind the code (${missing}): ${MIGRATE_HINT}` };
+    // The cause goes to the log, not to an unauthenticated page.
+    logError("health_database_failed", { request_id: c.var.requestId }, err);
+    return { status: "failed", message: "the database could not be queried (the cause is in the log, event health_database_failed)" };
   }
 };
 

@@ -20,26 +20,34 @@ export const listScope = (base: string, filters: Record<string, unknown> = {}): 
   return set.length === 0 ? base : `${base}?${set.join("&")}`;
 };
 
-/** Keyset page: fetch `limit + 1` rows; the extra row only says whether another page exists. */
-export const toPage = async <Row extends { id: string }, Out>(
+/** Which page of which list: the list's base and filters make the cursor's scope (see listScope). */
+export type PageRequest = { list: string; filters?: Record<string, unknown>; after: string | undefined; limit: number };
+
+/** What a page read returns: its rows, and whether rows were left out for their size (boundedPage). */
+type PageRows<Row> = Row[] | { rows: Row[]; truncated: boolean };
+
+/**
+ * A keyset page of a list: `after` is decoded for this list and these filters (400 `invalid_cursor`
+ * otherwise), `read` fetches `limit + 1` rows from that position (the extra row only says whether
+ * another page exists), and the next cursor is signed for the same list.
+ */
+export const listPage = async <Row extends { id: string }, Out>(
   c: Context<AppEnv>,
-  listScope: string,
-  rows: Row[],
-  limit: number,
+  request: PageRequest,
+  read: (position: string | undefined, take: number) => Promise<PageRows<Row>>,
   serialize: (row: Row) => Out,
-  /** Rows were left out for their size (boundedPage): there are more, though fewer than `limit` came. */
-  truncated = false,
 ): Promise<Page<Out>> => {
+  const { limit, after } = request;
+  const scope = listScope(request.list, request.filters);
+  const position = after === undefined ? undefined : await c.var.cursors.decode(scope, after);
+  const found = await read(position, limit + 1);
+  const { rows, truncated } = Array.isArray(found) ? { rows: found, truncated: false } : found;
+  // A page that has more always holds a row (boundedPage keeps the first whatever its size).
   const hasMore = rows.length > limit || truncated;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows.at(-1);
   return {
     data: pageRows.map(serialize),
-    // A page that has more always holds a row (boundedPage keeps the first whatever its size).
-    pagination: hasMore && last ? { has_more: true, next_cursor: await c.var.cursors.encode(listScope, last.id) } : { has_more: false, next_cursor: null },
+    pagination: hasMore && last ? { has_more: true, next_cursor: await c.var.cursors.encode(scope, last.id) } : { has_more: false, next_cursor: null },
   };
 };
-
-/** Decodes `after` for this list, or undefined for the first page. */
-export const afterPosition = (c: Context<AppEnv>, listScope: string, after: string | undefined) =>
-  after === undefined ? Promise.resolve(undefined) : c.var.cursors.decode(listScope, after);

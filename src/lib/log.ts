@@ -1,10 +1,21 @@
-/** One JSON line at error level: the event, its fields, and the error's name and message (never a stack). */
-export const logError = (event: string, fields: Record<string, unknown>, err?: unknown): void =>
-  console.error(
-    JSON.stringify({
-      level: "error",
-      event,
-      ...fields,
-      ...(err !== undefined && { error: err instanceof Error ? { name: err.name, message: err.message } : String(err) }),
-    }),
-  );
+type Level = "error" | "warn" | "info";
+
+// Workers Logs takes a line's level from the console method that printed it.
+const writers: Record<Level, (line: string) => void> = {
+  error: (line) => console.error(line),
+  warn: (line) => console.warn(line),
+  info: (line) => console.log(line),
+};
+
+/** What a log line says of an error: its name and message (never a stack). */
+export const describeError = (err: unknown) => (err instanceof Error ? { name: err.name, message: err.message } : String(err));
+
+/** One JSON line, printed at its level: the level, the event, its fields, and the error (if any). */
+export const log = (level: Level, event: string, fields: Record<string, unknown>, err?: unknown): void =>
+  writers[level](JSON.stringify({ level, event, ...fields, ...(err !== undefined && { error: describeError(err) }) }));
+
+export const logError = (event: string, fields: Record<string, unknown>, err?: unknown): void => log("error", event, fields, err);
+
+/** A schema's complaints about a message, for its log line (`operation_id: Required; type: …`). */
+export const issuesOf = (error: { issues: { path: PropertyKey[]; message: string }[] }): string =>
+  error.issues.map((i) => `${i.path.map(String).join(".")}: ${i.message}`).join("; ");

@@ -1,4 +1,4 @@
-import { ConfigurationError } from "../errors/configuration";
+import { configurationProblemOf } from "../errors/configuration";
 import { base64UrlDecode, base64UrlEncode } from "./crypto";
 
 // One signing key for everything the service signs (pagination cursors, links it mails), kept in D1
@@ -25,8 +25,6 @@ const keysBySecret = new Map<string, Promise<CryptoKey>>();
 const importKey = (secret: string) =>
   crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
 
-const missingTable = (err: unknown) => err instanceof Error && /no such table/i.test(`${err.message} ${String(err.cause ?? "")}`);
-
 /**
  * The stored key; one is made when a database lacks it (restored without its data, say). Concurrent
  * first uses race on the same row: the insert keeps the first, and every caller reads that one back.
@@ -47,8 +45,7 @@ const loadSecret = async (d1: D1Database): Promise<string> => {
     if (!secret) throw new Error("the signing key could not be stored");
     return secret;
   } catch (err) {
-    if (missingTable(err)) throw ConfigurationError.unmigrated();
-    throw err;
+    throw configurationProblemOf(err) ?? err;
   }
 };
 

@@ -1,3 +1,4 @@
+import { logError } from "../lib/log";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
@@ -98,14 +99,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   c.executionCtx.waitUntil(
     copy.catch((err: unknown) => {
       // D1 holds the record; a replay that misses KV finds it there.
-      console.error(
-        JSON.stringify({
-          level: "error",
-          request_id: c.var.requestId,
-          message: "could not copy the idempotent response to KV",
-          error: err instanceof Error ? err.message : String(err),
-        }),
-      );
+      logError("idempotency_kv_copy_failed", { request_id: c.var.requestId }, err);
     }),
   );
 });

@@ -1,8 +1,10 @@
+import { log } from "../lib/log";
 import type { Context, HonoRequest } from "hono";
 import { createMiddleware } from "hono/factory";
 import { createDb, type Db } from "../db/client";
 import { ApiError } from "../errors/api-error";
 import { ConfigurationError, missingBindings } from "../errors/configuration";
+import { renderError } from "../errors/render";
 import { cursorCodec } from "../lib/cursor";
 import { newId } from "../lib/ids";
 import { countedD1, countedKv, countRoundTrips, newRoundTrips, serverTiming } from "../lib/round-trips";
@@ -22,7 +24,11 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   const trips = newRoundTrips();
   await countRoundTrips(trips, async () => {
     const missing = missingBindings(c.env);
-    if (missing.length > 0 && c.req.path !== "/health") throw ConfigurationError.bindings(missing);
+    if (missing.length > 0 && c.req.path !== "/health") {
+      // Answered here, so that the request still gets its log line below.
+      c.res = renderError(c, ConfigurationError.bindings(missing));
+      return;
+    }
     if (!missing.includes("DB")) {
       const d1 = countedD1(c.env.DB);
       c.set("db", dbFor(d1));
@@ -35,8 +41,8 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   c.header("Request-Id", requestId);
   c.header("Server-Timing", serverTiming(trips));
   const status = c.res.status;
+  const level = c.get("warning") ? "warn" : status >= 500 ? "error" : "info";
   const line = {
-    level: c.get("warning") ? "warn" : status >= 500 ? "error" : "info",
     request_id: requestId,
     method: c.req.method,
     route: c.get("route") ?? unsubscribeRoute(c.req.method, c.req.path) ?? null,
@@ -49,7 +55,7 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     credential_id: c.get("principal")?.credentialId ?? null,
     ...(c.get("warning") && { warning: c.get("warning") }),
   };
-  (line.level === "warn" ? console.warn : console.log)(JSON.stringify(line));
+  log(level, "request", line);
 });
 
 /** The token segment of an unsubscribe path (`/u/{token}`, `/v1/u/{token}/resubscribe`). */

@@ -1,7 +1,7 @@
 import { commit } from "../db/commit";
 import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, toPage } from "../lib/http";
+import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { findNewsletter, insertNewsletter, listNewslettersPage, type NewsletterChanges, updateNewsletter as updateNewsletterRow } from "./newsletters.repository";
 import { createNewsletter, getNewsletter, listNewsletters, updateNewsletter } from "./newsletters.routes";
@@ -59,8 +59,7 @@ export const newslettersRouter = createRouter()
   .openapi(listNewsletters, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const { limit, after } = c.req.valid("query");
-    const scope = `newsletters:${workspace_id}`;
-    const position = await afterPosition(c, scope, after);
-    const rows = await listNewslettersPage(c.var.db, workspace_id, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeNewsletter), 200);
+    const request = { list: `newsletters:${workspace_id}`, after, limit };
+    const page = await listPage(c, request, (position, take) => listNewslettersPage(c.var.db, workspace_id, position, take), serializeNewsletter);
+    return c.json(page, 200);
   });

@@ -1,7 +1,7 @@
 import { notFound } from "../errors/api-error";
 import { campaignInWorkspace } from "../campaigns/campaigns.repository";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, listScope, toPage } from "../lib/http";
+import { envelope, listPage } from "../lib/http";
 import { campaignStats, findOperation, listDeliveriesPage } from "./operations.repository";
 import { getCampaignStats, getOperation, listDeliveries } from "./operations.routes";
 import { serializeDelivery, serializeOperation } from "./operations.schemas";
@@ -16,15 +16,22 @@ export const operationsRouter = createRouter()
   .openapi(listDeliveries, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
     const { limit, after, ...filter } = c.req.valid("query");
-    const scope = listScope(`deliveries:${campaign_id}`, filter);
-    const position = await afterPosition(c, scope, after);
-    // One round trip: the campaign's presence in the workspace and the page, read together.
-    const [campaign, rows] = await c.var.db.batch([
-      campaignInWorkspace(c.var.db, workspace_id, campaign_id),
-      listDeliveriesPage(c.var.db, campaign_id, filter, position, limit + 1),
-    ]);
-    if (campaign.length === 0) throw notFound("campaign", campaign_id);
-    return c.json(await toPage(c, scope, rows, limit, serializeDelivery), 200);
+    const request = { list: `deliveries:${campaign_id}`, filters: filter, after, limit };
+    const page = await listPage(
+      c,
+      request,
+      async (position, take) => {
+        // One round trip: the campaign's presence in the workspace and the page, read together.
+        const [campaign, rows] = await c.var.db.batch([
+          campaignInWorkspace(c.var.db, workspace_id, campaign_id),
+          listDeliveriesPage(c.var.db, campaign_id, filter, position, take),
+        ]);
+        if (campaign.length === 0) throw notFound("campaign", campaign_id);
+        return rows;
+      },
+      serializeDelivery,
+    );
+    return c.json(page, 200);
   })
   .openapi(getCampaignStats, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

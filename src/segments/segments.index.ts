@@ -1,7 +1,7 @@
 import { commit } from "../db/commit";
 import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, toPage } from "../lib/http";
+import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { findSegment, insertSegment, listSegmentsPage } from "./segments.repository";
 import { createSegment, getSegment, listSegments } from "./segments.routes";
@@ -34,8 +34,7 @@ export const segmentsRouter = createRouter()
   .openapi(listSegments, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const { limit, after } = c.req.valid("query");
-    const scope = `segments:${workspace_id}`;
-    const position = await afterPosition(c, scope, after);
-    const rows = await listSegmentsPage(c.var.db, workspace_id, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeSegment), 200);
+    const request = { list: `segments:${workspace_id}`, after, limit };
+    const page = await listPage(c, request, (position, take) => listSegmentsPage(c.var.db, workspace_id, position, take), serializeSegment);
+    return c.json(page, 200);
   });

@@ -1,5 +1,5 @@
 import { withOutbox } from "../events/outbox";
-import { logError } from "../lib/log";
+import { issuesOf, logError } from "../lib/log";
 import { backoffSeconds } from "../lib/backoff";
 import { runStep, type StepDeps } from "./pipeline";
 import { SEND_DEAD_LETTER_QUEUE, SendMessage } from "./messages";
@@ -24,7 +24,7 @@ const handleMessage = async (deps: StepDeps, message: Message<unknown>): Promise
   const parsed = SendMessage.safeParse(message.body);
   if (!parsed.success) {
     // No retry can make a malformed message valid.
-    logError("send_message_malformed", messageFields(message), parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+    logError("send_message_malformed", messageFields(message), issuesOf(parsed.error));
     message.ack();
     return;
   }
@@ -46,6 +46,7 @@ const handleDeadLetters = async (batch: MessageBatch<unknown>, env: Env): Promis
   for (const message of batch.messages) {
     const parsed = SendMessage.safeParse(message.body);
     if (!parsed.success) {
+      logError("send_dead_letter_malformed", messageFields(message), issuesOf(parsed.error));
       message.ack();
       continue;
     }

@@ -1,3 +1,4 @@
+import { logError } from "../lib/log";
 import { desc, eq, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { commit } from "../db/commit";
@@ -121,13 +122,6 @@ export const enqueueStart = async (env: Env, operationId: string, startAt: numbe
   try {
     await env.SEND_QUEUE.send({ type: "start", operation_id: operationId } satisfies SendMessage, { delaySeconds: Math.max(0, delaySeconds) });
   } catch (err) {
-    console.error(
-      JSON.stringify({
-        level: "error",
-        event: "send_enqueue_failed",
-        operation_id: operationId,
-        error: err instanceof Error ? err.message : String(err),
-      }),
-    );
+    logError("send_enqueue_failed", { operation_id: operationId }, err);
   }
 };

@@ -3,7 +3,7 @@ import { commit } from "../db/commit";
 import type { CommitEvent } from "../events/write-events";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, listScope, toPage } from "../lib/http";
+import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import {
   emailKey,
@@ -98,8 +98,7 @@ export const subscribersRouter = createRouter()
   .openapi(listSubscribers, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const { limit, after, ...filter } = c.req.valid("query");
-    const scope = listScope(`subscribers:${workspace_id}`, filter);
-    const position = await afterPosition(c, scope, after);
-    const rows = await listSubscribersPage(c.var.db, workspace_id, filter, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeSubscriber), 200);
+    const request = { list: `subscribers:${workspace_id}`, filters: filter, after, limit };
+    const page = await listPage(c, request, (position, take) => listSubscribersPage(c.var.db, workspace_id, filter, position, take), serializeSubscriber);
+    return c.json(page, 200);
   });

@@ -7,7 +7,7 @@ import {
   recordTry,
   stopAttempt,
 } from "./attempts.repository";
-import { logError } from "../lib/log";
+import { issuesOf, logError } from "../lib/log";
 import { postEvent } from "./delivery";
 import { isDevelopmentDeployment, nonPublicUrlProblem } from "./url-rules";
 import { WEBHOOK_DEAD_LETTER_QUEUE, WebhookMessage } from "./messages";
@@ -25,7 +25,7 @@ export const handleWebhookBatch = async (batch: MessageBatch<unknown>, env: Env)
     batch.messages.map(async (message) => {
       const parsed = WebhookMessage.safeParse(message.body);
       if (!parsed.success) {
-        logError("webhook_message_malformed", { message_id: message.id });
+        logError("webhook_message_malformed", { message_id: message.id }, issuesOf(parsed.error));
         message.ack();
         return;
       }
@@ -97,6 +97,7 @@ export const deliverTry = async (env: Env, attemptId: string, tryNumber: number)
 const handleDeadLetters = async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
   for (const message of batch.messages) {
     const parsed = WebhookMessage.safeParse(message.body);
+    if (!parsed.success) logError("webhook_dead_letter_malformed", { message_id: message.id }, issuesOf(parsed.error));
     try {
       if (parsed.success && parsed.data.type === "deliver") {
         await stopAttempt(env.DB, parsed.data.attempt_id, "The delivery could not be processed after several tries", Date.now());

@@ -1,8 +1,9 @@
+import { logError } from "../lib/log";
 import type { Context } from "hono";
 import { commit } from "../db/commit";
 import { ApiError, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, toPage } from "../lib/http";
+import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { serializeAttempt } from "./attempts.schemas";
@@ -11,6 +12,7 @@ import {
   countEndpoints,
   deleteEndpoint as deleteEndpointRow,
   type EndpointChanges,
+  endpointInWorkspace,
   findEndpoint,
   insertEndpoint,
   listAttemptsPage,
@@ -94,10 +96,9 @@ export const webhookEndpointsRouter = createRouter()
   .openapi(listEndpoints, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const { limit, after } = c.req.valid("query");
-    const scope = `webhook_endpoints:${workspace_id}`;
-    const position = await afterPosition(c, scope, after);
-    const rows = await listEndpointsPage(c.var.db, workspace_id, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeEndpoint), 200);
+    const request = { list: `webhook_endpoints:${workspace_id}`, after, limit };
+    const page = await listPage(c, request, (position, take) => listEndpointsPage(c.var.db, workspace_id, position, take), serializeEndpoint);
+    return c.json(page, 200);
   })
   .openapi(getEndpoint, async (c) => {
     const { workspace_id, endpoint_id } = c.req.valid("param");
@@ -158,7 +159,7 @@ export const webhookEndpointsRouter = createRouter()
     // At once, beside the answer: the attempt's first try, with the retries of any other.
     c.executionCtx.waitUntil(
       deliverTry(c.env, attempt.id, 0).catch((err: unknown) => {
-        console.error(JSON.stringify({ level: "error", event: "webhook_test_failed", attempt_id: attempt.id, error: String(err) }));
+        logError("webhook_test_failed", { attempt_id: attempt.id }, err);
       }),
     );
     return c.json(envelope(serializeAttempt(attempt)), 200);
@@ -166,9 +167,20 @@ export const webhookEndpointsRouter = createRouter()
   .openapi(listAttempts, async (c) => {
     const { workspace_id, endpoint_id } = c.req.valid("param");
     const { limit, after } = c.req.valid("query");
-    if (!(await findEndpoint(c.var.db, workspace_id, endpoint_id))) throw missing(endpoint_id);
-    const scope = `webhook_attempts:${endpoint_id}`;
-    const position = await afterPosition(c, scope, after);
-    const rows = await listAttemptsPage(c.var.db, endpoint_id, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeAttempt), 200);
+    const request = { list: `webhook_attempts:${endpoint_id}`, after, limit };
+    const page = await listPage(
+      c,
+      request,
+      async (position, take) => {
+        // One round trip: the endpoint's presence in the workspace and the page, read together.
+        const [endpoint, rows] = await c.var.db.batch([
+          endpointInWorkspace(c.var.db, workspace_id, endpoint_id),
+          listAttemptsPage(c.var.db, endpoint_id, position, take),
+        ]);
+        if (endpoint.length === 0) throw missing(endpoint_id);
+        return rows;
+      },
+      serializeAttempt,
+    );
+    return c.json(page, 200);
   });

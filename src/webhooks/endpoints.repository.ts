@@ -35,6 +35,10 @@ export const countEndpoints = async (db: Db, workspaceId: string) =>
 export const findEndpoint = (db: Db, workspaceId: string, id: string) =>
   db.select().from(webhookEndpoints).where(live(workspaceId, id)).get();
 
+/** The endpoint's id while it exists in the workspace (no row otherwise), to batch with a read of its own. */
+export const endpointInWorkspace = (db: Db, workspaceId: string, id: string) =>
+  db.select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(live(workspaceId, id)).limit(1);
+
 export const listEndpointsPage = (db: Db, workspaceId: string, after: string | undefined, take: number) =>
   db
     .select()

@@ -1,6 +1,6 @@
 import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { afterPosition, envelope, toPage } from "../lib/http";
+import { envelope, listPage } from "../lib/http";
 import { findWorkspace, listCredentialWorkspacesPage } from "./workspaces.repository";
 import { getWorkspace, listWorkspaces } from "./workspaces.routes";
 import { serializeWorkspace } from "./workspaces.schemas";
@@ -9,10 +9,9 @@ export const workspacesRouter = createRouter()
   .openapi(listWorkspaces, async (c) => {
     const { limit, after } = c.req.valid("query");
     const { credentialId } = c.var.principal;
-    const scope = `workspaces:${credentialId}`;
-    const position = await afterPosition(c, scope, after);
-    const rows = await listCredentialWorkspacesPage(c.var.db, credentialId, position, limit + 1);
-    return c.json(await toPage(c, scope, rows, limit, serializeWorkspace), 200);
+    const request = { list: `workspaces:${credentialId}`, after, limit };
+    const page = await listPage(c, request, (position, take) => listCredentialWorkspacesPage(c.var.db, credentialId, position, take), serializeWorkspace);
+    return c.json(page, 200);
   })
   .openapi(getWorkspace, async (c) => {
     const { workspace_id } = c.req.valid("param");
