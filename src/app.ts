@@ -5,7 +5,7 @@ import { adminRouter, operatorAuth } from "./admin/admin.index";
 import { campaignsRouter } from "./campaigns/campaigns.index";
 import { ReplayInstead } from "./db/commit";
 import { consentRouter } from "./consent/consent.index";
-import { ApiError } from "./errors/api-error";
+import { ApiError, noRoute } from "./errors/api-error";
 import { requestIdHeader } from "./errors/openapi";
 import { renderError } from "./errors/render";
 import { healthHandler, healthRoute } from "./health/health";
@@ -129,7 +129,7 @@ export const createApp = () => {
       ? new ApiError("method_not_allowed", `${c.req.method} is not allowed on ${new URL(c.req.url).pathname}`, {
           headers: { Allow: methods },
         })
-      : new ApiError("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`);
+      : noRoute(c.req.method, new URL(c.req.url).pathname);
     return renderError(c, error);
   });
   // A request answered by an earlier one's Idempotency-Key record (src/db/commit.ts) is not an error.

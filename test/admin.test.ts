@@ -21,7 +21,12 @@ describe("operator API", () => {
     });
     const res = await app.fetch(request, { ...env, ADMIN_TOKEN: undefined }, { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext);
     expect(res.status).toBe(404);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("not_found");
+    // The same answer as a path the service has no route for: nothing tells that an operator API exists.
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "not_found",
+      message: "No route for POST /admin/workspaces",
+    });
+    expect((await call("POST", "/nothing/here")).body.error).toMatchObject({ code: "not_found", message: "No route for POST /nothing/here" });
   });
 
   it("creates a workspace", async () => {

@@ -1,4 +1,4 @@
-import { createExecutionContext, createScheduledController } from "cloudflare:test";
+import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
@@ -88,7 +88,7 @@ describe("scheduling and the sweeper", () => {
   it("a send only waiting for a provider slot is not taken for a stalled one: the sweeper adds no second delivery chain", async () => {
     // A pacer with no slot in reach, as under a long backlog of other sends.
     const far = { at: Date.now() + 60_000, waitMs: 60_000, granted: false };
-    const { h, resend, campaign, op } = await resendSend({ recipients: 3, reserve: async () => far });
+    const { h, resend, op } = await resendSend({ recipients: 3, reserve: async () => far });
     await h.step(); // start
     await h.step(); // fan-out
     await h.step(); // delivery: no slot, asked for again in a minute
@@ -166,7 +166,6 @@ describe("scheduling and the sweeper", () => {
     expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("scheduled");
 
     const sweepAt = async (time: number) => {
-      const ctx = createExecutionContext();
       await worker.scheduled(createScheduledController({ scheduledTime: time, cron: "* * * * *" }), h.env);
     };
     await sweepAt(Date.now());
@@ -256,7 +255,6 @@ describe("scheduling and the sweeper", () => {
     h.queue.failNextSends = 1;
     const op = await send(h.t, campaign.id, {});
     expect(h.queue.messages).toEqual([]);
-    const ctx = createExecutionContext();
     await worker.scheduled(createScheduledController({ scheduledTime: Date.now() + 2 * 60_000 }), h.env);
     expect(h.queue.messages.map((m) => m.body)).toEqual([{ type: "start", operation_id: op.id }]);
     await h.drain();

@@ -2,7 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { tombstoneCredential } from "../credentials/credential-cache";
 import { findCredential, insertCredential, listCredentialsPage, revokeCredential } from "../credentials/credentials.repository";
 import { hashToken, issueToken } from "../credentials/tokens";
-import { ApiError, notFound } from "../errors/api-error";
+import { ApiError, noRoute, notFound, resourceMissing } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { sha256Hex } from "../lib/crypto";
 import { envelope, listPage } from "../lib/http";
@@ -26,7 +26,7 @@ const sameSecret = async (given: string, expected: string) => (await sha256Hex(g
 
 export const operatorAuth = createMiddleware<AppEnv>(async (c, next) => {
   const adminToken = c.env.ADMIN_TOKEN;
-  if (!adminToken) throw notFound("route");
+  if (!adminToken) throw noRoute(c.req.method, new URL(c.req.url).pathname);
   const header = c.req.header("authorization");
   const challenge = { "WWW-Authenticate": 'Bearer realm="newsletter-operator"' };
   if (!header) throw new ApiError("missing_credential", "Send the operator token as Authorization: Bearer <token>", { headers: challenge });
@@ -52,9 +52,8 @@ export const adminRouter = createRouter()
     const found = await existingWorkspaceIds(c.var.db, workspaceIds);
     const missing = workspaceIds.findIndex((id) => !found.has(id));
     if (missing >= 0) {
-      throw new ApiError("resource_missing", `No such workspace: ${workspaceIds[missing]}`, {
-        param: `workspace_ids[${body.workspace_ids.indexOf(workspaceIds[missing] as string)}]`,
-      });
+      const id = workspaceIds[missing] as string;
+      throw resourceMissing(`workspace_ids[${body.workspace_ids.indexOf(id)}]`, "workspace", id, "on this service");
     }
     const now = Date.now();
     const token = issueToken(body.mode);

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { notFound, ApiError } from "../errors/api-error";
+import { ApiError, notFound, resourceMissing } from "../errors/api-error";
 import { SAMPLE_RECIPIENT, TemplateError, templateInvalid } from "../content";
 import { sha256Hex } from "../lib/crypto";
 import { idPrefixes, newId } from "../lib/ids";
@@ -43,7 +43,7 @@ export const previewEmail = async (
     subscriberId === null ? undefined : findSubscriber(c.var.db, workspaceId, subscriberId),
   ]);
   if (subscriberId !== null && !subscriber) {
-    throw new ApiError("resource_missing", `No subscriber ${subscriberId} exists in this workspace`, { param: "subscriber_id" });
+    throw resourceMissing("subscriber_id", "subscriber", subscriberId);
   }
   // A real subscriber's unsubscribe link changes their consent: it is given only to a credential
   // that may change it (subscribers:write); any other gets the campaign's test link in its place

@@ -1,6 +1,6 @@
 import { publicBaseUrl } from "../sending/compose";
 import { commit } from "../db/commit";
-import { ApiError, notFound } from "../errors/api-error";
+import { ApiError, notFound, resourceMissing } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
@@ -14,8 +14,7 @@ import { type CampaignChanges, type CampaignRow, editableStatuses, findCampaign,
 import { createCampaign, getCampaign, listCampaigns, previewCampaign, sendCampaign, testCampaign, unscheduleCampaign, updateCampaign } from "./campaigns.routes";
 import { scheduledInPast, serializeCampaign } from "./campaigns.schemas";
 
-const missing = (param: string, id: string) =>
-  new ApiError("resource_missing", `No ${param.replace(/_id$/, "")} ${id} exists in this workspace`, { param });
+const missing = (param: "newsletter_id" | "segment_id", id: string) => resourceMissing(param, param.replace(/_id$/, ""), id);
 
 export const campaignsRouter = createRouter()
   .openapi(createCampaign, async (c) => {

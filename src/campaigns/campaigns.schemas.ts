@@ -1,4 +1,4 @@
-import { ApiError } from "../errors/api-error";
+import { invalidParam } from "../errors/api-error";
 import { z } from "@hono/zod-openapi";
 import { campaignStatuses, type campaigns } from "../db/schema";
 import {
@@ -95,7 +95,7 @@ const scheduledAt = dateTime
 const scheduledAtEdit = dateTime.nullable().optional().openapi(scheduledAtDoc("in the future unless it is the value the campaign already has"));
 
 /** The PATCH's rule for `scheduled_at` (src/campaigns/campaigns.index.ts). */
-export const scheduledInPast = () => new ApiError("validation_failed", "scheduled_at must be in the future", { param: "scheduled_at", details: [{ param: "scheduled_at", message: "scheduled_at must be in the future" }] });
+export const scheduledInPast = () => invalidParam("scheduled_at", "scheduled_at must be in the future");
 
 export const CreateCampaignBody = z
   .strictObject({

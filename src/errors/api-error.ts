@@ -72,3 +72,17 @@ export const notFound = (kind: string, id?: string) =>
   id === undefined
     ? new ApiError("not_found", `No such ${kind}`)
     : new ApiError("not_found", `No such ${kind}: ${id}`, { param: `${kind}_id` });
+
+/** A path the service has no route for: an unknown one, or one whose feature this deployment has off (it looks the same). */
+export const noRoute = (method: string, path: string) => new ApiError("not_found", `No route for ${method} ${path}`);
+
+/** A value the schema admits and a rule of the service refuses: 400 validation_failed naming `param`. */
+export const invalidParam = (param: string, message: string) =>
+  new ApiError("validation_failed", message, { param, details: [{ param, message }] });
+
+/**
+ * An id given in the body or query (`param`) of a `kind` that does not exist where the request looks
+ * for it: 400 resource_missing (a path id that does not exist is 404 not_found instead).
+ */
+export const resourceMissing = (param: string, kind: string, id: string, where = "in this workspace") =>
+  new ApiError("resource_missing", `No ${kind} ${id} exists ${where}`, { param });

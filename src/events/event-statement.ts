@@ -22,7 +22,7 @@ export type EventSpec = {
  * `INSERT INTO events SELECT … FROM <resource table> WHERE id = ? AND <when>`: the event, with a
  * snapshot of the row taken by the same SQL the Idempotency-Key records use, written only when `when`
  * holds. The default, `changes() > 0`, means "iff the statement just before changed something".
- * Usable in any batch: drizzle's (HTTP writes, through `commit`) or raw D1 (`eventPrepared`).
+ * Usable in any batch: drizzle's (HTTP writes, through `commit`) or raw D1 (`outboxStatement`).
  */
 export type EventStatementSpec = EventSpec & {
   eventId: string;

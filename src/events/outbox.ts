@@ -1,5 +1,4 @@
 import { logError } from "../lib/log";
-import { type SQL, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import type { AppEnv } from "../lib/types";
 import { createDb } from "../db/client";
@@ -16,20 +15,17 @@ const preparedEvents = new WeakMap<D1PreparedStatement, string>();
 
 const prepared = (d1: D1Database, query: { sql: string; params: unknown[] }) => d1.prepare(query.sql).bind(...query.params);
 
-/** `eventStatement` for a raw D1 batch (the send pipeline's). */
-export const eventPrepared = (d1: D1Database, spec: EventStatementSpec) => {
+/** `eventStatement` for a raw D1 batch. */
+const eventPrepared = (d1: D1Database, spec: EventStatementSpec) => {
   const statement = prepared(d1, eventStatement(createDb(d1), spec).toSQL());
   preparedEvents.set(statement, spec.eventId);
   return statement;
 };
 
-/** An event for `outboxStatement`: `onlyIf` is a further condition on the row as the batch leaves it. */
-export type OutboxEvent = EventSpec & { onlyIf?: SQL };
-
 /**
  * The outbox for any raw D1 batch (the send pipeline, the unsubscribe pages, provider webhooks): the
  * statement to place RIGHT AFTER the statement that makes the change. The event is written iff that
- * statement changed a row (`changes() > 0`) and its `onlyIf` holds. Run the batch through
+ * statement changed a row (`changes() > 0`). Run the batch through
  * `withOutbox(...).batch`, or call `dispatchWritten` with its results, so the written event reaches
  * the webhook queue. Several events after one change chain: each placed right after the one before
  * is written iff that one was (conditions that must not break the chain take the marks `commit` uses,
@@ -39,10 +35,8 @@ export type OutboxEvent = EventSpec & { onlyIf?: SQL };
  *   const results = await d1.batch([markBounced, event, ...rest]);
  *   ctx.waitUntil(dispatchWritten(env.WEBHOOK_QUEUE, [markBounced, event, ...rest], results));
  */
-export const outboxStatement = (d1: D1Database, event: OutboxEvent, now: number): D1PreparedStatement => {
-  const when = event.onlyIf ? sql`changes() > 0 AND (${event.onlyIf})` : undefined;
-  return eventPrepared(d1, { ...event, eventId: newId("event", now), now, ...(when && { when }) });
-};
+export const outboxStatement = (d1: D1Database, event: EventSpec, now: number): D1PreparedStatement =>
+  eventPrepared(d1, { ...event, eventId: newId("event", now), now });
 
 /** Hands events to the webhook queue; never throws (the sweeper dispatches what this could not). */
 export const enqueueDispatch = async (queue: Queue, eventIds: string[]): Promise<void> => {
@@ -69,7 +63,7 @@ export const dispatchWritten = (queue: Queue, statements: readonly D1PreparedSta
 
 /**
  * A D1 handle whose `batch` dispatches, once the batch has committed, every event (made with
- * `outboxStatement` or `eventPrepared`) that it wrote: the send pipeline's repositories and the
+ * `outboxStatement`) that it wrote: the send pipeline's repositories and the
  * unsubscribe pages write events in their own batches and need not know about the queue. With
  * `waitUntil`, the enqueue runs beside the answer instead of before it.
  */

@@ -1,5 +1,5 @@
 import { getTableColumns, sql, type SQL, type Table } from "drizzle-orm";
-import { toSnakeCase } from "drizzle-orm/casing";
+import { columnSqlName } from "../lib/column-name";
 import { campaigns, deliveries, newsletters, operations, segments, subscribers, webhookAttempts, webhookEndpoints } from "../db/schema";
 import { serializeCampaign } from "../campaigns/campaigns.schemas";
 import { serializeNewsletter } from "../newsletters/newsletters.schemas";
@@ -53,11 +53,6 @@ export const resources = {
 
 export type ResourceKind = keyof typeof resources;
 
-type Column = ReturnType<typeof getTableColumns>[string];
-
-/** The column's name in SQL (the schema names columns by their key, in snake_case). */
-const sqlName = (key: string, column: Column) => (column.keyAsName ? toSnakeCase(key) : column.name);
-
 /**
  * SQL for the row of `kind` the enclosing query selects, as one JSON object keyed by SQL column
  * name: `json_object('id', id, 'email', email, …)`. Use it where `kind`'s table is the FROM.
@@ -65,8 +60,8 @@ const sqlName = (key: string, column: Column) => (column.keyAsName ? toSnakeCase
 export const snapshotJson = (kind: ResourceKind): SQL => {
   const { table, unshown } = resources[kind];
   const shown = Object.entries(getTableColumns(table as Table)).filter(([key]) => !unshown.includes(key));
-  const columns = shown.map(([key, column]) => {
-    const name = sqlName(key, column);
+  const columns = shown.map(([, column]) => {
+    const name = columnSqlName(column);
     // Names come from the schema, never from a request.
     return sql`${sql.raw(`'${name}'`)}, ${sql.identifier(name)}`;
   });
@@ -77,7 +72,7 @@ export const snapshotJson = (kind: ResourceKind): SQL => {
 export const rowFromSnapshot = (kind: ResourceKind, snapshot: Record<string, unknown>) => {
   const row: Record<string, unknown> = {};
   for (const [key, column] of Object.entries(getTableColumns(resources[kind].table))) {
-    const value = snapshot[sqlName(key, column)];
+    const value = snapshot[columnSqlName(column)];
     row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
   }
   return row;

@@ -1,6 +1,7 @@
 import { is } from "drizzle-orm";
 import { getTableConfig, SQLiteTable } from "drizzle-orm/sqlite-core";
 import * as schema from "../db/schema";
+import { columnSqlName } from "./column-name";
 
 /**
  * One query per table the code uses, reading every column it knows of (no rows): a database behind
@@ -13,8 +14,7 @@ export const schemaProbeQueries = (): string[] =>
     .filter((table): table is SQLiteTable => is(table, SQLiteTable))
     .map((table) => {
       const config = getTableConfig(table);
-      // Columns named by their keys take the database's snake_case (src/db/client.ts). Backquoted:
-      // SQLite reads a double-quoted name it does not know as a string, which would hide it.
-      const names = config.columns.map((column) => (column.keyAsName ? column.name.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`) : column.name));
+      // Backquoted: SQLite reads a double-quoted name it does not know as a string, which would hide it.
+      const names = config.columns.map(columnSqlName);
       return `SELECT ${names.map((name) => `\`${name}\``).join(", ")} FROM \`${config.name}\` LIMIT 0`;
     }));

@@ -153,7 +153,7 @@ export const tagList = (options: { minItems: 0 | 1; description: string }) =>
 /** A repeated query parameter reaches the validator as an array: name the mistake. */
 const givenOnce = (issue: z.core.$ZodRawIssue) => (Array.isArray(issue.input) ? "must be given once" : undefined);
 
-export const queryString = () => z.string({ error: givenOnce });
+const queryString = () => z.string({ error: givenOnce });
 
 /** An id as a query filter (`?workspace_id=ws_…`): the same rule as in a path, given once. */
 export const idQuery = (kind: IdKind, description: string) =>

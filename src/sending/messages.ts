@@ -1,6 +1,5 @@
 import { z } from "zod";
 
-export const SEND_QUEUE = "newsletter-send";
 export const SEND_DEAD_LETTER_QUEUE = "newsletter-send-dlq";
 
 /** The longest delivery delay Cloudflare Queues accepts; later starts are left to the cron sweeper. */

@@ -2,8 +2,7 @@ import { outcomeUnknown } from "./batch-settlement";
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertWhere } from "../db/insert-where";
-import { eventPrepared } from "../events/outbox";
-import { newId } from "../lib/ids";
+import { outboxStatement } from "../events/outbox";
 import { campaigns, operations, type SegmentFilter } from "../db/schema";
 import type { DeliveryError } from "./integrations/types";
 
@@ -184,7 +183,7 @@ export const markOperationRunning = async (d1: D1Database, op: OperationState, n
             AND EXISTS (SELECT 1 FROM operations WHERE id = ?3 AND status = 'running')`,
       )
       .bind(op.campaignId, now, op.id),
-    eventPrepared(d1, { type: "campaign.sending", resource: "campaign", id: op.campaignId, eventId: newId("event", now), now }),
+    outboxStatement(d1, { type: "campaign.sending", resource: "campaign", id: op.campaignId }, now),
   ]);
   return (started?.results.length ?? 0) === 1;
 };
@@ -234,13 +233,7 @@ const campaignFollowsOperation = (d1: D1Database, operationId: string, campaignI
 
 /** `campaign.sent` or `campaign.failed`, iff the statement before ended the campaign. */
 const campaignEndedEvent = (d1: D1Database, campaignId: string, now: number) =>
-  eventPrepared(d1, {
-    type: sql`CASE status WHEN 'sent' THEN 'campaign.sent' ELSE 'campaign.failed' END`,
-    resource: "campaign",
-    id: campaignId,
-    eventId: newId("event", now),
-    now,
-  });
+  outboxStatement(d1, { type: sql`CASE status WHEN 'sent' THEN 'campaign.sent' ELSE 'campaign.failed' END`, resource: "campaign", id: campaignId }, now);
 
 /**
  * Ends an operation that cannot finish (its work was dead-lettered), and its campaign with it. Its

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { commit } from "../db/commit";
 import type { CommitEvent } from "../events/write-events";
-import { ApiError, notFound } from "../errors/api-error";
+import { ApiError, invalidParam, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
@@ -91,7 +91,7 @@ export const subscribersRouter = createRouter()
     }
     if (tagEdit && editedTags(current.tags, tagEdit).length > TAGS_MAX) {
       const message = `add_tags would give the subscriber more than ${TAGS_MAX} tags (it has ${current.tags.length})`;
-      throw new ApiError("validation_failed", message, { param: "add_tags", details: [{ param: "add_tags", message }] });
+      throw invalidParam("add_tags", message);
     }
     return c.json(envelope(serializeSubscriber(current)), 200);
   })

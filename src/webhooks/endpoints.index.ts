@@ -1,7 +1,7 @@
 import { logError } from "../lib/log";
 import type { Context } from "hono";
 import { commit } from "../db/commit";
-import { ApiError, notFound } from "../errors/api-error";
+import { ApiError, invalidParam, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
@@ -56,7 +56,7 @@ const checkPublicUrl = (c: Context<AppEnv>, url: string | undefined) => {
   const why = development
     ? `${problem} with a live credential (in local development a live credential may use this machine's addresses, a test credential any local one)`
     : `${problem} on a deployed service (PUBLIC_BASE_URL is public; local addresses are for local development)`;
-  throw new ApiError("validation_failed", `url ${why}`, { param: "url", details: [{ param: "url", message: why }] });
+  throw invalidParam("url", `url ${why}`);
 };
 
 const missing = (id: string) => notFound("endpoint", id);

@@ -53,7 +53,7 @@ export const listEndpointsPage = (db: Db, workspaceId: string, after: string | u
     .orderBy(desc(webhookEndpoints.id))
     .limit(take);
 
-export type EndpointChanges = Partial<Pick<EndpointRow, "url" | "events" | "description" | "enabled" | "secret">> & { updatedAt: number };
+export type EndpointChanges = Partial<Pick<EndpointRow, "url" | "events" | "description" | "enabled">> & { updatedAt: number };
 
 /** No row back: no such (undeleted) endpoint in the workspace, or every value given is already there. */
 export const updateEndpoint = (db: Db, workspaceId: string, id: string, { updatedAt, ...changes }: EndpointChanges) =>

@@ -1,4 +1,3 @@
-import { z } from "@hono/zod-openapi";
 import { apiRoute } from "../lib/route";
 import { dataEnvelope, noBody, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import { AttemptSchema, ListAttemptsQuery } from "./attempts.schemas";

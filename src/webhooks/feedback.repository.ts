@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
-import { type OutboxEvent, outboxStatement } from "../events/outbox";
+import type { EventSpec } from "../events/event-statement";
+import { outboxStatement } from "../events/outbox";
 
 // Resend's delivery feedback applied to deliveries and subscribers. Every effect of one event and
 // its receipt (by svix-id) commit in one atomic batch; each effect runs only while the receipt is
@@ -31,7 +32,7 @@ const moveDelivery = (status: keyof typeof rankOf) =>
     WHERE ${OF_MESSAGE} AND status IN ('sent', 'delivered', 'bounced', 'complained') AND ${RANK} < ${rankOf[status]}`;
 
 /** One change an event makes, and the outgoing event (outbox) that reports it when it applies. */
-type Effect = { sql: string; event?: OutboxEvent };
+type Effect = { sql: string; event?: EventSpec };
 
 /** The SQL of each effect an event has; none for an event type this service does not act on. */
 const effectsOf = (event: FeedbackEvent): Effect[] => {

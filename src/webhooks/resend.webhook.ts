@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
-import { ApiError } from "../errors/api-error";
+import { ApiError, noRoute } from "../errors/api-error";
 import { idPrefixes } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { readCapped } from "../middleware/request-context";
@@ -76,7 +76,7 @@ const toEvent = (svixId: string, parsed: unknown, now: number): FeedbackEvent =>
 
 export const resendWebhookRouter = new Hono<AppEnv>().post("/webhooks/resend", async (c) => {
   const secret = c.env.RESEND_WEBHOOK_SECRET;
-  if (!secret) throw new ApiError("not_found", "No route for POST /webhooks/resend");
+  if (!secret) throw noRoute("POST", new URL(c.req.url).pathname);
   const bytes = await readCapped(c, MAX_WEBHOOK_BYTES);
   const body = new TextDecoder().decode(bytes);
   const parsed = verify(secret, c.req.raw.headers, body);

@@ -161,7 +161,7 @@ const request = async (config: ResendConfig, emails: OutboundEmail[], body: stri
     // `data` lists the accepted emails in request order, skipping the rejected ones.
     const ids = (answer?.data ?? []).map((d) => (typeof d.id === "string" ? d.id : undefined));
     let next = 0;
-    const outcomes = emails.map((email, i): EmailOutcome => {
+    const outcomes = emails.map((_email, i): EmailOutcome => {
       const reason = rejected.get(i);
       if (reason !== undefined) return { kind: "failed", error: { code: "resend_rejected", message: `Resend rejected this message: ${reason}` } };
       return { kind: "sent", providerMessageId: ids[next++] ?? null };
