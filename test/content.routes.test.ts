@@ -322,6 +322,32 @@ describe("test send", () => {
     expect(fetchSpy).toHaveBeenCalledTimes(1);
   });
 
+  it("a test send Resend refuses for one address fails that address only: the others go out in a request of their own", async () => {
+    const t = await liveTenant();
+    const c = await campaignWith(t, { html: HTML });
+    const resend = mockResend();
+    resend.inject({ kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" });
+    const request = { body: { emails: ["ada@example.com", "typo@example", "bob@example.com"] }, headers: { "idempotency-key": "test-send-split-1" } };
+    const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, request);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.results).toEqual([
+      { email: "ada@example.com", status: "sent", provider_message_id: expect.any(String), error: null },
+      { email: "typo@example", status: "failed", provider_message_id: null, error: { code: "resend_validation_error", message: expect.stringContaining("Invalid `to` field") } },
+      { email: "bob@example.com", status: "sent", provider_message_id: expect.any(String), error: null },
+    ]);
+    expect(resend.calls.map((call) => [call.status, call.messages.map((m) => m.to[0])])).toEqual([
+      [422, ["ada@example.com", "typo@example", "bob@example.com"]],
+      [200, ["ada@example.com", "bob@example.com"]],
+    ]);
+    // The second request has a key of its own, derived from the test send's: a retry meets both again.
+    const [first, second] = resend.calls.map((call) => call.key);
+    expect(second).toBe(`${first}:1`);
+    expect([...resend.copiesPerRecipient().entries()]).toEqual([
+      ["ada@example.com", 1],
+      ["bob@example.com", 1],
+    ]);
+  });
+
   it("answers 503 provider_unavailable, unstored, when Resend does not take a test send, and the retry mails nobody twice", async () => {
     const t = await liveTenant();
     const c = await campaignWith(t, { html: HTML });

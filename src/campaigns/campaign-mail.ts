@@ -5,7 +5,7 @@ import { sha256Hex } from "../lib/crypto";
 import { idPrefixes, newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
-import { noOutcome } from "../sending/integrations/types";
+import { type EmailOutcome, noOutcome } from "../sending/integrations/types";
 import { chooseIntegration } from "../sending/producer";
 import { loadMessageContext } from "../sending/send.repository";
 import { findSubscriber } from "../subscribers/subscribers.repository";
@@ -84,26 +84,40 @@ export const testSend = async (
   const providerKey = `test_send:${seed ?? newId("test_message")}`;
   const messageId = (i: number) => (seed ? `${idPrefixes.test_message}${seed.slice(0, 24).toUpperCase()}${String(i).padStart(2, "0")}` : newId("test_message"));
   const emails = request.emails.map((to, i) => ({ ...email, deliveryId: messageId(i), to, subject: `[Test] ${email.subject}` }));
-  // One try (with its own asks under the key): a person waits for this answer.
-  const answer = await integration.sendBatch(emails, providerKey, { tries: 1 });
-  // Not taken yet (rate limited, provider trouble, no answer): not an outcome to report, or to store
-  // under the Idempotency-Key; the client's retry asks again.
-  if (answer.kind === "retry" || answer.kind === "deferred") {
-    const wait = Math.max(1, Math.ceil(answer.retryAfterSeconds ?? 5));
-    throw new ApiError(
-      "provider_unavailable",
-      `The mail provider did not take the test send yet (${answer.error.message}); retry after ${wait} seconds${key ? " with the same Idempotency-Key: nobody gets two copies" : ", with an Idempotency-Key so that a message the provider took without answering is not sent twice"}`,
-      { headers: { "Retry-After": String(wait) } },
-    );
-  }
-  const results = emails.map((email) => {
+  // Each address's outcome, by message id. A request refused for one address named in it fails that
+  // address only: the others go in a request of their own (as a send's batch does), under a key of
+  // its own that a retry of this test send meets again (the provider's refusals repeat).
+  const outcomes = new Map<string, EmailOutcome>();
+  for (let round = 0, pending = emails; pending.length > 0; round++) {
+    // One try per request (with its own asks under the key): a person waits for this answer.
+    const answer = await integration.sendBatch(pending, round === 0 ? providerKey : `${providerKey}:${round}`, { tries: 1 });
+    // Not taken yet (rate limited, provider trouble, no answer): not an outcome to report, or to
+    // store under the Idempotency-Key; the client's retry asks again.
+    if (answer.kind === "retry" || answer.kind === "deferred") {
+      const wait = Math.max(1, Math.ceil(answer.retryAfterSeconds ?? 5));
+      throw new ApiError(
+        "provider_unavailable",
+        `The mail provider did not take the test send yet (${answer.error.message}); retry after ${wait} seconds${key ? " with the same Idempotency-Key: nobody gets two copies" : ", with an Idempotency-Key so that a message the provider took without answering is not sent twice"}`,
+        { headers: { "Retry-After": String(wait) } },
+      );
+    }
+    if (answer.kind === "rejected") {
+      outcomes.set(answer.deliveryId, { kind: "failed", error: answer.error });
+      pending = pending.filter((e) => e.deliveryId !== answer.deliveryId);
+      continue;
+    }
     // (A test send takes no look before its request: every address is in it.)
-    const outcome = answer.kind === "answered" ? (answer.outcomes.get(email.deliveryId) ?? noOutcome) : undefined;
-    // Refused (one address named, or the request): nothing was sent, to any of them.
-    const error = answer.kind === "refused" || answer.kind === "rejected" ? answer.error : outcome?.kind === "failed" ? outcome.error : noOutcome.error;
-    return outcome?.kind === "sent"
-      ? { email: email.to, status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
-      : { email: email.to, status: "failed" as const, provider_message_id: null, error };
+    for (const e of pending) {
+      const outcome = answer.kind === "answered" ? answer.outcomes.get(e.deliveryId) : answer.kind === "refused" ? { kind: "failed" as const, error: answer.error } : undefined;
+      outcomes.set(e.deliveryId, outcome ?? noOutcome);
+    }
+    pending = [];
+  }
+  const results = emails.map((e) => {
+    const outcome = outcomes.get(e.deliveryId) ?? noOutcome;
+    return outcome.kind === "sent"
+      ? { email: e.to, status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
+      : { email: e.to, status: "failed" as const, provider_message_id: null, error: outcome.error };
   });
   return { object: "test_send", results };
 };
