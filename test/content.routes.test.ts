@@ -150,8 +150,9 @@ describe("campaign content over the API", () => {
 
   it("a draft's scheduled_at already past may be sent back unchanged (a no-op), not moved into the past", async () => {
     const t = await tenant();
-    const c = await campaignWith(t, { scheduled_at: new Date(Date.now() + 1_000).toISOString() });
-    await new Promise((r) => setTimeout(r, 1_100));
+    const c = await campaignWith(t, { scheduled_at: new Date(Date.now() + 60_000).toISOString() });
+    // A minute later, as the database sees it: the time has passed.
+    await env.DB.prepare("UPDATE campaigns SET scheduled_at = ? WHERE id = ?").bind(Date.now() - 1_000, c.id).run();
     const current = (await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data;
     const same = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { scheduled_at: current.scheduled_at, subject: current.subject } });
     expect(same.status, same.text).toBe(200);

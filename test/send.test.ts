@@ -273,13 +273,15 @@ describe("send over HTTP", () => {
     const queued = await sendCampaign(t, campaign.id);
     expect(queued.status).toBe("queued");
     expect((await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("scheduled");
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect((await t.call("GET", `${t.ws}/operations/${queued.id}`)).body.data.status).toBe("queued");
 
     const op = await waitForOperation(t, queued.id);
     expect(op).toMatchObject({ status: "succeeded", progress: { total: 4, delivered: 4, failed: 0 } });
     const sent = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data;
     expect(sent.status).toBe("sent");
+    // Nothing started early: the audience was read (each delivery made) at the scheduled time or after.
+    const deliveries = (await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries`)).body.data as { created_at: string }[];
+    expect(deliveries).toHaveLength(4);
+    for (const delivery of deliveries) expect(Date.parse(delivery.created_at)).toBeGreaterThanOrEqual(scheduledAt);
     expect(Date.parse(sent.sent_at)).toBeGreaterThanOrEqual(scheduledAt);
   });
 });
