@@ -10,7 +10,7 @@ import { findSegment } from "../segments/segments.repository";
 import { enqueueStart, startCampaignSend } from "../sending/producer";
 import { validateCampaignContent } from "../content";
 import { previewEmail, testSend } from "./campaign-mail";
-import { type CampaignChanges, type CampaignRow, editableStatuses, findCampaign, insertCampaign, listCampaignsPage, unscheduleStatements, updateCampaignStatements } from "./campaigns.repository";
+import { type CampaignChanges, editableStatuses, findCampaign, insertCampaign, listCampaignsPage, unscheduleStatements, updateCampaignStatements } from "./campaigns.repository";
 import { createCampaign, getCampaign, listCampaigns, previewCampaign, sendCampaign, testCampaign, unscheduleCampaign, updateCampaign } from "./campaigns.routes";
 import { scheduledInPast, serializeCampaign } from "./campaigns.schemas";
 
@@ -71,19 +71,11 @@ export const campaignsRouter = createRouter()
     validateCampaignContent({ subject: changes.subject ?? "-", preheader: changes.preheader ?? null, html: changes.html ?? null, text: changes.text ?? null });
     const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as CampaignChanges;
     const now = Date.now();
-    const results = await commit(c, updateCampaignStatements(c.var.db, workspace_id, campaign_id, defined, now), {
-      status: 200,
-      resource: "campaign",
-      id: campaign_id,
-    });
-    const [row] = results.at(-1) as CampaignRow[];
+    const update = updateCampaignStatements(c.var.db, workspace_id, campaign_id, defined, now);
+    const { row, movedEarlier } = update.read(await commit(c, update.statements, { status: 200, resource: "campaign", id: campaign_id }));
     if (row) {
       // A scheduled send moved earlier needs a start message of its own (src/sending/producer.ts).
-      if (defined.scheduledAt) {
-        type Start = { id: string; startAt: number | null }[];
-        const [[before], [moved]] = results as [Start, Start];
-        if (before && moved && (moved.startAt ?? 0) < (before.startAt ?? 0)) await enqueueStart(c.env, moved.id, moved.startAt, Date.now());
-      }
+      if (movedEarlier) await enqueueStart(c.env, movedEarlier.id, movedEarlier.startAt, Date.now());
       return c.json(envelope(serializeCampaign(row)), 200);
     }
     // Nothing changed: say why.
@@ -119,12 +111,9 @@ export const campaignsRouter = createRouter()
   })
   .openapi(unscheduleCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
-    const [, [row]] = await commit(c, unscheduleStatements(c.var.db, workspace_id, campaign_id, Date.now()), {
-      status: 200,
-      resource: "campaign",
-      id: campaign_id,
-    });
-    if (row) return c.json(envelope(serializeCampaign(row as CampaignRow)), 200);
+    const unschedule = unscheduleStatements(c.var.db, workspace_id, campaign_id, Date.now());
+    const row = unschedule.read(await commit(c, unschedule.statements, { status: 200, resource: "campaign", id: campaign_id }));
+    if (row) return c.json(envelope(serializeCampaign(row)), 200);
     const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
     if (!campaign) throw notFound("campaign", campaign_id);
     throw new ApiError("campaign_not_scheduled", `Only a scheduled campaign can be unscheduled; this one is ${campaign.status}`);

@@ -78,7 +78,27 @@ const segmentExists = (workspaceId: string, segmentId: string | null | undefined
  * the handler knows whether the send moved earlier); its `scheduled_at` cannot be cleared (a
  * scheduled send keeps a time: the edit changes nothing, and the handler says why).
  */
-export const updateCampaignStatements = (db: Db, workspaceId: string, id: string, changes: CampaignChanges, now: number): BatchItem<"sqlite">[] => {
+/** A queued send's start, before and after an edit of the campaign's scheduled_at. */
+type Start = { id: string; startAt: number | null };
+
+/**
+ * A batch's statements, and how to read what it wrote from their results (the casts sit here, next to
+ * the order they depend on).
+ */
+type Statements<Read> = { statements: BatchItem<"sqlite">[]; read: (results: readonly unknown[]) => Read };
+
+/**
+ * An edit of a draft or scheduled campaign: `row` is the campaign as written (none when nothing was:
+ * not editable, or every value already there); `movedEarlier`, its queued send's start when the edit
+ * moved it earlier (it needs a start message of its own, src/sending/producer.ts).
+ */
+export const updateCampaignStatements = (
+  db: Db,
+  workspaceId: string,
+  id: string,
+  changes: CampaignChanges,
+  now: number,
+): Statements<{ row: CampaignRow | undefined; movedEarlier: Start | undefined }> => {
   const editable = and(
     eq(campaigns.workspaceId, workspaceId),
     eq(campaigns.id, id),
@@ -89,7 +109,9 @@ export const updateCampaignStatements = (db: Db, workspaceId: string, id: string
   );
   // Every value given already there: nothing written (the handler answers the campaign as it is).
   const update = db.update(campaigns).set({ ...changes, updatedAt: now }).where(and(editable, differs(campaigns, changes))).returning();
-  if (changes.scheduledAt === undefined || changes.scheduledAt === null) return [update];
+  if (changes.scheduledAt === undefined || changes.scheduledAt === null) {
+    return { statements: [update], read: ([written]) => ({ row: (written as CampaignRow[])[0], movedEarlier: undefined }) };
+  }
   const queued = and(eq(operations.campaignId, id), eq(operations.status, "queued"));
   const before = db.select({ id: operations.id, startAt: operations.startAt }).from(operations).where(queued);
   const reschedule = db
@@ -106,7 +128,13 @@ export const updateCampaignStatements = (db: Db, workspaceId: string, id: string
       ),
     )
     .returning({ id: operations.id, startAt: operations.startAt });
-  return [before, reschedule, update];
+  return {
+    statements: [before, reschedule, update],
+    read: (results) => {
+      const [[was], [moved], [row]] = results as [Start[], Start[], CampaignRow[]];
+      return { row, movedEarlier: was && moved && (moved.startAt ?? 0) < (was.startAt ?? 0) ? moved : undefined };
+    },
+  };
 };
 
 /** The error a send canceled before it started ends with. */
@@ -118,21 +146,24 @@ const SEND_UNSCHEDULED = { code: "send_unscheduled", message: "The scheduled sen
  * The start of the send moves the same two rows out of `queued` and `scheduled` in one batch, so
  * whichever commits first wins, whole.
  */
-export const unscheduleStatements = (db: Db, workspaceId: string, id: string, now: number): BatchItem<"sqlite">[] => [
-  db
-    .update(operations)
-    .set({ status: "failed", error: SEND_UNSCHEDULED, completedAt: now, updatedAt: now })
-    .where(
-      and(
-        eq(operations.campaignId, id),
-        eq(operations.workspaceId, workspaceId),
-        eq(operations.status, "queued"),
-        sql`EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ${id} AND c.workspace_id = ${workspaceId} AND c.status = 'scheduled')`,
+export const unscheduleStatements = (db: Db, workspaceId: string, id: string, now: number): Statements<CampaignRow | undefined> => ({
+  statements: [
+    db
+      .update(operations)
+      .set({ status: "failed", error: SEND_UNSCHEDULED, completedAt: now, updatedAt: now })
+      .where(
+        and(
+          eq(operations.campaignId, id),
+          eq(operations.workspaceId, workspaceId),
+          eq(operations.status, "queued"),
+          sql`EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ${id} AND c.workspace_id = ${workspaceId} AND c.status = 'scheduled')`,
+        ),
       ),
-    ),
-  db
-    .update(campaigns)
-    .set({ status: "draft", scheduledAt: null, updatedAt: now })
-    .where(and(eq(campaigns.workspaceId, workspaceId), eq(campaigns.id, id), eq(campaigns.status, "scheduled"), sql`changes() > 0`))
-    .returning(),
-];
+    db
+      .update(campaigns)
+      .set({ status: "draft", scheduledAt: null, updatedAt: now })
+      .where(and(eq(campaigns.workspaceId, workspaceId), eq(campaigns.id, id), eq(campaigns.status, "scheduled"), sql`changes() > 0`))
+      .returning(),
+  ],
+  read: (results) => (results[1] as CampaignRow[])[0],
+});

@@ -1,3 +1,4 @@
+import type { BatchResponse } from "drizzle-orm/batch";
 import { logError } from "../lib/log";
 import { desc, eq, sql } from "drizzle-orm";
 import type { Context } from "hono";
@@ -73,26 +74,24 @@ export const startCampaignSend = async (c: Context<AppEnv>, request: SendRequest
   // The send's work goes on in the queue, against every table: its batch first reads them all (no
   // rows), so a database behind the code refuses it here (503) instead of accepting work that fails.
   const probe = schemaProbeQueries().map((query) => c.var.db.run(sql.raw(query)));
+  const send = createSendOperation(c.var.db, {
+    id,
+    workspaceId: request.workspaceId,
+    campaignId: request.campaignId,
+    integrationSlug: slug,
+    deliveryIntegration,
+    mode: request.mode,
+    now,
+  });
   const results = await commit(
     c,
-    [
-      ...probe,
-      ...createSendOperation(c.var.db, {
-        id,
-        workspaceId: request.workspaceId,
-        campaignId: request.campaignId,
-        integrationSlug: slug,
-        deliveryIntegration,
-        mode: request.mode,
-        now,
-      }),
-    ],
+    [...probe, ...send],
     { status: 202, resource: "operation", id },
     // A send that starts now moves the campaign to `sending` in this batch; a scheduled one does so when it starts.
     { events: [{ type: "campaign.sending", resource: "campaign", id: request.campaignId, onlyIf: sql`status = 'sending'` }] },
   );
-  // After the probe, the campaign's update, then the operation's insert (returning it).
-  const [operation] = results[probe.length + 1] as (typeof operations.$inferSelect)[];
+  // The probe's results (no rows), then the send's own, typed by its statements.
+  const [, [operation]] = results.slice(probe.length) as unknown as BatchResponse<typeof send>;
   if (!operation) {
     // Nothing changed: the campaign does not exist here, or is not a draft (another send won).
     const campaign = await findCampaign(c.var.db, request.workspaceId, request.campaignId);
