@@ -1,3 +1,4 @@
+import type { EventType } from "./event-statement";
 import { z } from "@hono/zod-openapi";
 import { CampaignSchema } from "../campaigns/campaigns.schemas";
 import { eventTypes, type events } from "../db/schema";
@@ -15,8 +16,6 @@ export const ListEventsQuery = z.strictObject({
   after: afterQuery,
   type: queryEnum(eventTypes).optional().openapi({ description: "Only events of this type." }),
 });
-
-type EventType = (typeof eventTypes)[number];
 
 /** The event types of one resource family (`subscriber.`…), as a tuple for z.enum. */
 const typesOf = <P extends string>(prefix: P) =>

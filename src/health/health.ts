@@ -9,8 +9,7 @@ import { schemaProbeQueries } from "../lib/schema-probe";
 import { MIGRATE_HINT } from "../errors/configuration";
 import { logError } from "../lib/log";
 import { publicOrigin } from "../sending/compose";
-import { resendConfigFindings } from "../sending/integrations/resend-config";
-import { maxRps } from "../sending/pacer";
+import { resendConfigFindings, resendRate } from "../sending/integrations/resend-config";
 import { nonPublicUrlProblem } from "../webhooks/url-rules";
 
 // /health says whether this deployment can serve the API, and if not, what to fix: the bindings it
@@ -133,7 +132,7 @@ const secretsCheck = (env: Env): Check => {
 const resendCheck = (env: Env): Check => {
   if (!env.RESEND_API_KEY) return { status: "ok", message: "not configured (RESEND_API_KEY is unset): live sends need an integration" };
   const findings = resendConfigFindings(env);
-  if (findings.length === 0) return { status: "ok", message: `configured: at most ${maxRps(env)} requests a second, feedback verified` };
+  if (findings.length === 0) return { status: "ok", message: `configured: at most ${resendRate(env).rps} requests a second, feedback verified` };
   return {
     status: findings.some((f) => f.status === "failed") ? "failed" : "warning",
     message: findings.map((f) => f.message).join("; "),

@@ -154,11 +154,6 @@ export const restartSlot = (state: PacerState, now: number, start: number, rps: 
   return moved.start === null ? { state: without, start: null } : moved;
 };
 
-/** The rate from RESEND_MAX_RPS: a positive number, else the contract's default of 2. */
-export const maxRps = (env: Pick<Env, "RESEND_MAX_RPS">): number => {
-  const rps = Number(env.RESEND_MAX_RPS);
-  return Number.isFinite(rps) && rps > 0 ? rps : 2;
-};
 
 const STATE_KEY = "state";
 

@@ -1,11 +1,12 @@
 import { Hono } from "hono";
-import { Webhook, WebhookVerificationError } from "standardwebhooks";
+import { WebhookVerificationError } from "standardwebhooks";
 import { ApiError, noRoute } from "../errors/api-error";
 import { idPrefixes } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { readCapped } from "../middleware/request-context";
 import { requestOutbox } from "../events/outbox";
 import { DELIVERY_TAG } from "../sending/integrations/resend";
+import { feedbackVerifier } from "../sending/integrations/resend-config";
 import { applyFeedback, type FeedbackEvent } from "./feedback.repository";
 
 // POST /webhooks/resend: Resend's delivery feedback, signed as Svix signs (the Standard Webhooks
@@ -21,12 +22,8 @@ const invalidSignature = (why: string) => new ApiError("invalid_signature", `The
  * verified body, parsed (the library parses it once the signature holds).
  */
 const verify = (secret: string, headers: Headers, body: string): unknown => {
-  let webhook: Webhook;
-  try {
-    webhook = new Webhook(secret);
-  } catch {
-    throw new ApiError("configuration_error", "RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret; set it to the one Resend shows");
-  }
+  const webhook = feedbackVerifier(secret);
+  if (!webhook) throw new ApiError("configuration_error", "RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret; set it to the one Resend shows");
   try {
     return webhook.verify(body, {
       "webhook-id": headers.get("svix-id") ?? "",

@@ -9,6 +9,16 @@ export type ConfigFinding = { status: "ok" | "warning" | "failed"; message: stri
 /** More requests a second than any Resend account is granted: a rate above it is a typo (1e9) or a guess. */
 const PLAUSIBLE_RPS = 100;
 
+/** Resend's default rate, and the contract's default for RESEND_MAX_RPS. */
+const DEFAULT_RPS = 2;
+
+/** The rate from RESEND_MAX_RPS (a positive number, else the default of 2), and whether it was given as one. */
+export const resendRate = (env: Pick<Env, "RESEND_MAX_RPS">): { rps: number; given: "valid" | "invalid" | "unset" } => {
+  if (env.RESEND_MAX_RPS === undefined || env.RESEND_MAX_RPS === "") return { rps: DEFAULT_RPS, given: "unset" };
+  const rps = Number(env.RESEND_MAX_RPS);
+  return Number.isFinite(rps) && rps > 0 ? { rps, given: "valid" } : { rps: DEFAULT_RPS, given: "invalid" };
+};
+
 /** RESEND_BASE_URL as requests are made to it, or what is wrong with it. */
 export const resendBaseUrl = (env: Pick<Env, "RESEND_BASE_URL">): { url: string } | { problem: string } => {
   const value = env.RESEND_BASE_URL || "https://api.resend.com";
@@ -31,13 +41,12 @@ export const requireResendBaseUrl = (env: Pick<Env, "RESEND_BASE_URL">): string 
   return found.url;
 };
 
-/** Whether RESEND_WEBHOOK_SECRET is a signing secret the verifier takes. */
-export const webhookSecretValid = (secret: string): boolean => {
+/** The verifier for RESEND_WEBHOOK_SECRET, or undefined when it is not a signing secret the library takes. */
+export const feedbackVerifier = (secret: string): Webhook | undefined => {
   try {
-    new Webhook(secret);
-    return true;
+    return new Webhook(secret);
   } catch {
-    return false;
+    return undefined;
   }
 };
 
@@ -46,9 +55,9 @@ export const resendConfigFindings = (env: Pick<Env, "RESEND_BASE_URL" | "RESEND_
   const findings: ConfigFinding[] = [];
   const base = resendBaseUrl(env);
   if ("problem" in base) findings.push({ status: "failed", message: base.problem });
-  const rps = Number(env.RESEND_MAX_RPS);
-  if (env.RESEND_MAX_RPS !== undefined && env.RESEND_MAX_RPS !== "" && !(Number.isFinite(rps) && rps > 0)) {
-    findings.push({ status: "warning", message: `RESEND_MAX_RPS (${env.RESEND_MAX_RPS}) is not a positive number of requests a second: sending at Resend's default, 2` });
+  const { rps, given } = resendRate(env);
+  if (given === "invalid") {
+    findings.push({ status: "warning", message: `RESEND_MAX_RPS (${env.RESEND_MAX_RPS}) is not a positive number of requests a second: sending at Resend's default, ${DEFAULT_RPS}` });
   } else if (rps > PLAUSIBLE_RPS) {
     findings.push({
       status: "warning",
@@ -60,7 +69,7 @@ export const resendConfigFindings = (env: Pick<Env, "RESEND_BASE_URL" | "RESEND_
       status: "warning",
       message: "RESEND_WEBHOOK_SECRET is unset: bounces and complaints are never received, so bounced and complaining addresses keep being mailed; add the webhook in Resend (POST /webhooks/resend) and set its secret",
     });
-  } else if (!webhookSecretValid(env.RESEND_WEBHOOK_SECRET)) {
+  } else if (!feedbackVerifier(env.RESEND_WEBHOOK_SECRET)) {
     findings.push({ status: "failed", message: "RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret: every feedback call from Resend is refused; set it to the one Resend shows" });
   }
   return findings;

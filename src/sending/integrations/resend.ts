@@ -1,5 +1,5 @@
-import { requireResendBaseUrl } from "./resend-config";
-import { maxRps, type Pacer, pacerFor } from "../pacer";
+import { requireResendBaseUrl, resendRate } from "./resend-config";
+import { type Pacer, pacerFor } from "../pacer";
 import { askIn, awaitSlot, hedgeAfterMs, type Reply, type ResendConfig, sleep } from "./resend-requests";
 import { type BatchAnswer, type Integration, noOutcome, type OutboundEmail, type SendOptions } from "./types";
 
@@ -114,7 +114,7 @@ export const resendIntegration = (
   const config: ResendConfig = {
     apiKey,
     baseUrl: requireResendBaseUrl(env),
-    rps: maxRps(env),
+    rps: resendRate(env).rps,
     pacer,
   };
   return { slug: "resend", chunkSize: RESEND_BATCH_SIZE, sendBatch: (emails, key, options) => sendBatch(config, emails, key, options) };
