@@ -51,7 +51,7 @@ const perIpLimit = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-/** The token's target, or undefined for a malformed, altered or foreign token. */
+/** The token's target, or null for a malformed, altered or foreign token. */
 const targetOf = (c: Context<AppEnv>): Promise<UnsubscribeTarget | null> =>
   readUnsubscribeToken(c.var.signer, c.req.param("token") ?? "");
 
