@@ -3,18 +3,12 @@ import { describe, expect, it } from "vitest";
 import { unsubscribeToken } from "../src/consent/unsubscribe-token";
 import { signerFor } from "../src/lib/signing";
 import { call, tenant } from "./helpers";
-import { createCampaign, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
+import { createCampaign, sendCampaign, waitForOperation } from "./send.fixtures";
+import { createSubscriber, storedEvents } from "./webhooks.fixtures";
 
 // The unsubscribe pages write their subscriber events in the page's own batch. (A file of its own:
 // the service's signing key is cached per isolate, and D1 is reset between tests.)
 
-type EventRow = { id: string; type: string; resource_id: string };
-
-const storedEvents = async (workspaceId: string) =>
-  (await env.DB.prepare("SELECT id, type, resource_id FROM events WHERE workspace_id = ? ORDER BY id").bind(workspaceId).all<EventRow>())
-    .results;
-
-const createSubscriber = async (t: Tenant) => t.call("POST", `${t.ws}/subscribers`, { body: { email: "ada@example.com", name: "Ada" } });
 
 describe("the unsubscribe pages", () => {
   it("the unsubscribe link writes subscriber.unsubscribed once, in the page's own batch", async () => {

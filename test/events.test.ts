@@ -2,10 +2,10 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { dispatchWritten, outboxStatement } from "../src/events/outbox";
-import { call, createCredential, tenant } from "./helpers";
+import { call, createCredential, tenant, until } from "./helpers";
 import { CapturedQueue } from "./send.fixtures";
-import { createCampaign, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
-import { createEndpoint, receiver } from "./webhooks.fixtures";
+import { createCampaign, sendCampaign, waitForOperation } from "./send.fixtures";
+import { createEndpoint, createSubscriber, receiver, storedEvents } from "./webhooks.fixtures";
 
 // The event log and the outbox: every change the contract lists writes exactly one event in its own
 // batch, nothing else does, and the events reach a receiver signed.
@@ -14,14 +14,6 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-type EventRow = { id: string; type: string; resource_id: string };
-
-const storedEvents = async (workspaceId: string) =>
-  (await env.DB.prepare("SELECT id, type, resource_id FROM events WHERE workspace_id = ? ORDER BY id").bind(workspaceId).all<EventRow>())
-    .results;
-
-const createSubscriber = async (t: Tenant, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
-  t.call("POST", `${t.ws}/subscribers`, { body: { email: "ada@example.com", name: "Ada", ...body }, headers });
 
 describe("GET /events", () => {
   it("lists newest first with the resource as the API shows it, filters by type, pages, and reads one", async () => {
@@ -225,8 +217,7 @@ describe("end to end", () => {
     const campaign = await createCampaign(t);
     const operation = await sendCampaign(t, campaign.id);
     expect((await waitForOperation(t, operation.id)).status).toBe("succeeded");
-    const deadline = Date.now() + 10_000;
-    while (received.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    await until(() => received.length >= 2, 10_000, "two events at the receiver");
     const payloads = received.map(
       (req) => new Webhook(endpoint.secret).verify(req.body, req.headers) as { type: string; data: { object: { id: string; status: string } } },
     );

@@ -98,3 +98,12 @@ export const expectError = (res: ApiResponse, status: number, code: string, para
   expect(res.headers.get("request-id")).toBe(res.body.error.request_id);
   if (param !== undefined) expect(res.body.error.param).toBe(param);
 };
+
+/** Waits until `check` holds, looking every 25 ms; fails after `timeoutMs` with what it waited for. */
+export const until = async (check: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "the condition") => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+};

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { tenant } from "./helpers";
+import { tenant, until } from "./helpers";
 
 export type Tenant = Awaited<ReturnType<typeof tenant>>;
 
@@ -40,15 +40,18 @@ type Operation = { id: string; status: string; progress: { total: number; delive
 
 /** Polls the operation over HTTP, as a client would, until it ends. */
 export const waitForOperation = async (t: Tenant, operationId: string, timeoutMs = 20_000): Promise<Operation> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await t.call("GET", `${t.ws}/operations/${operationId}`);
-    expect(res.status, res.text).toBe(200);
-    const op = res.body.data as Operation;
-    if (op.status === "succeeded" || op.status === "failed") return op;
-    if (Date.now() > deadline) throw new Error(`operation still ${op.status} after ${timeoutMs} ms: ${res.text}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  let op: Operation | undefined;
+  await until(
+    async () => {
+      const res = await t.call("GET", `${t.ws}/operations/${operationId}`);
+      expect(res.status, res.text).toBe(200);
+      op = res.body.data as Operation;
+      return op.status === "succeeded" || op.status === "failed";
+    },
+    timeoutMs,
+    `operation ${operationId} to end`,
+  );
+  return op as Operation;
 };
 
 export type Delivery = {

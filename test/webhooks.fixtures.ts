@@ -82,3 +82,14 @@ export const attemptRow = (id: string) =>
     .first<{ status: string; attempts: number; last_status_code: number | null; last_error: string | null; next_attempt_at: number | null }>();
 
 export { CapturedQueue };
+
+type EventRow = { id: string; type: string; resource_id: string };
+
+/** The workspace's events as stored (the outbox), oldest first. */
+export const storedEvents = async (workspaceId: string) =>
+  (await env.DB.prepare("SELECT id, type, resource_id FROM events WHERE workspace_id = ? ORDER BY id").bind(workspaceId).all<EventRow>())
+    .results;
+
+/** POST /subscribers: Ada, unless `body` says otherwise. */
+export const createSubscriber = async (t: Tenant, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+  t.call("POST", `${t.ws}/subscribers`, { body: { email: "ada@example.com", name: "Ada", ...body }, headers });

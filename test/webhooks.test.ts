@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createCredential, expectError, tenant } from "./helpers";
+import { createCredential, expectError, tenant, until } from "./helpers";
 import { harness } from "./send.harness";
 import { attemptRow, createEndpoint, RECEIVER, receiver } from "./webhooks.fixtures";
 
@@ -10,14 +10,6 @@ import { attemptRow, createEndpoint, RECEIVER, receiver } from "./webhooks.fixtu
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-const until = async (check: () => boolean | Promise<boolean>, timeoutMs = 10_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-};
 
 describe("webhook endpoints", () => {
   it("creates, lists, reads, updates, rotates and deletes; the secret shows only on create and rotate", async () => {
