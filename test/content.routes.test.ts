@@ -1,10 +1,8 @@
-import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
 import { sha256Hex } from "../src/lib/crypto";
 import { ASKS_PER_TRY } from "../src/sending/integrations/resend-requests";
-import { createCredential, createWorkspace, expectError, tenant } from "./helpers";
+import { expectError, tenant } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { createCampaign, createNewsletter, createSegment, sendCampaign, type Tenant, waitForOperation } from "./send.fixtures";
 
@@ -20,27 +18,7 @@ const campaignWith = async (t: Tenant, body: Record<string, unknown>) => {
 };
 
 /** A tenant with a live credential, on a deployment where the resend integration is configured. */
-const liveTenant = async (): Promise<Tenant> => {
-  const workspace = await createWorkspace();
-  const credential = await createCredential([workspace.id], { mode: "live" });
-  const app = createApp();
-  const liveEnv = { ...env, RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000" } as Env;
-  return {
-    workspace,
-    credential,
-    token: credential.token,
-    ws: `/v1/workspaces/${workspace.id}`,
-    call: async (method, path, options = {}) => {
-      const headers = new Headers(options.headers);
-      headers.set("authorization", `Bearer ${credential.token}`);
-      if (options.body !== undefined) headers.set("content-type", "application/json");
-      const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-      const res = await app.fetch(new Request(`https://api.example.test${path}`, { method, headers, body }), liveEnv, createExecutionContext());
-      const text = await res.text();
-      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
-    },
-  };
-};
+const liveTenant = (): Promise<Tenant> => tenant("Acme", "live", { RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000" });
 
 describe("campaign content over the API", () => {
   it("stores html and text, and returns them", async () => {

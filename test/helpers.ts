@@ -1,5 +1,7 @@
+import { createExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
+import { createApp } from "../src/app";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123";
 const BASE = "https://api.example.test";
@@ -12,7 +14,11 @@ export type CallOptions = {
   /** Raw body bytes/text, sent as is. */
   raw?: BodyInit;
   headers?: Record<string, string>;
+  /** A deployment configured otherwise: these bindings and vars over the test environment's. */
+  env?: Partial<Env>;
 };
+
+let app: ReturnType<typeof createApp> | undefined;
 
 /** One HTTP request through the worker's own fetch handler, as a client would send it. */
 export const call = async <T = any>(method: string, path: string, options: CallOptions = {}): Promise<ApiResponse<T>> => {
@@ -23,7 +29,10 @@ export const call = async <T = any>(method: string, path: string, options: CallO
     body = JSON.stringify(options.body);
     if (!headers.has("content-type")) headers.set("content-type", "application/json");
   }
-  const res = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+  const request = new Request(`${BASE}${path}`, { method, headers, body });
+  const res = options.env
+    ? await (app ??= createApp()).fetch(request, { ...env, ...options.env } as Env, createExecutionContext())
+    : await exports.default.fetch(request);
   const text = await res.text();
   let parsed: unknown = undefined;
   try {
@@ -55,12 +64,12 @@ export const createCredential = async (
   return res.body.data as { id: string; token: string };
 };
 
-/** A workspace and a credential with every scope on it. */
-export const tenant = async (name = "Acme", mode: "test" | "live" = "test") => {
+/** A workspace and a credential with every scope on it; `overrides`: the deployment it runs on is configured otherwise. */
+export const tenant = async (name = "Acme", mode: "test" | "live" = "test", overrides?: Partial<Env>) => {
   const workspace = await createWorkspace(name);
   const credential = await createCredential([workspace.id], { mode });
-  const as = (method: string, path: string, options: Omit<CallOptions, "token"> = {}) =>
-    call(method, path, { ...options, token: credential.token });
+  const as = (method: string, path: string, options: Omit<CallOptions, "token" | "env"> = {}) =>
+    call(method, path, { ...options, token: credential.token, ...(overrides && { env: overrides }) });
   return { workspace, credential, token: credential.token, ws: `/v1/workspaces/${workspace.id}`, call: as };
 };
 

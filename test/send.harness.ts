@@ -1,40 +1,20 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
-import { createApp } from "../src/app";
 import worker from "../src/index";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
-import { createCredential, createWorkspace, type CallOptions, seedSubscribers } from "./helpers";
+import { seedSubscribers, tenant } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, CapturedQueue, createCampaign, type Tenant } from "./send.fixtures";
 
 // A send driven message by message: the app and the consumer get an env whose SEND_QUEUE keeps what
 // is sent, so a test hands messages to the consumer itself and can inject faults between the steps.
 
-const app = createApp();
 
 export const harness = async (mode: "test" | "live" = "live", overrides: Partial<Env> = {}) => {
   const queue = new CapturedQueue();
   const testEnv = { ...env, RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000", SEND_QUEUE: queue.asBinding(), ...overrides } as Env;
-  const workspace = await createWorkspace();
-  const credential = await createCredential([workspace.id], { mode });
-  const call = async (method: string, path: string, options: Omit<CallOptions, "token"> = {}) => {
-    const headers = new Headers(options.headers);
-    headers.set("authorization", `Bearer ${credential.token}`);
-    if (options.body !== undefined) headers.set("content-type", "application/json");
-    const res = await app.fetch(
-      new Request(`https://api.example.test${path}`, {
-        method,
-        headers,
-        body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      }),
-      testEnv,
-      createExecutionContext(),
-    );
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
-  };
-  const t: Tenant = { workspace, credential, token: credential.token, ws: `/v1/workspaces/${workspace.id}`, call };
+  const t: Tenant = await tenant("Acme", mode, testEnv);
 
   let nextId = 0;
   /** Hands up to 10 captured messages to the consumer; retried ones go back with attempts + 1. */
