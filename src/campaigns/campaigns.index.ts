@@ -1,4 +1,4 @@
-import { publicBaseUrl } from "../sending/compose";
+import { publicBaseUrl } from "../lib/public-origin";
 import { commit } from "../db/commit";
 import { ApiError, notFound, resourceMissing } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";

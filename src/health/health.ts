@@ -8,7 +8,7 @@ import type { AppEnv } from "../lib/types";
 import { schemaProbeQueries } from "../lib/schema-probe";
 import { MIGRATE_HINT } from "../errors/configuration";
 import { logError } from "../lib/log";
-import { publicOrigin } from "../sending/compose";
+import { publicOrigin } from "../lib/public-origin";
 import { resendConfigFindings, resendRate } from "../sending/integrations/resend-config";
 import { nonPublicUrlProblem } from "../webhooks/url-rules";
 

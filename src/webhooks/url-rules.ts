@@ -1,4 +1,4 @@
-import { publicOrigin } from "../sending/compose";
+import { publicOrigin } from "../lib/public-origin";
 // Where webhook endpoints may point. The static rules (https, or http to localhost in development; no
 // user info) are the schema's pattern (webhookUrlPattern in src/lib/text-patterns.ts). Workers cannot
 // resolve DNS, so the live-mode rule is a check of literal addresses: a public name that resolves to a
