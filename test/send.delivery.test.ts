@@ -182,6 +182,26 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
   });
 
+  it("a slot the pacer takes back after the last look withdraws that request's number: the request that leaves is still the batch's first", async () => {
+    let refusals = 1;
+    const { h, resend, campaign, op } = await resendSend({
+      recipients: 3,
+      // The first slot is taken back (a 429 paused the account past it) after its look numbered the request.
+      confirm: async (at) => (refusals-- > 0 ? null : Math.max(at, Date.now())),
+      faults: [{ kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" }],
+      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
+    });
+    await h.drain();
+
+    // Resend's refusal of the one request that left is about that request alone: the named delivery
+    // fails with its reason, the others go out in a batch of their own (not outcome_unknown).
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", error: { code: "resend_validation_error" } });
+    expect(deliveries.filter((d) => d.email !== "bad@invalid.example").map((d) => d.status)).toEqual(["sent", "sent"]);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
+  });
+
   it("a strict 4xx after requests whose answers were lost mails nobody twice: one of those may have been taken, so nobody is sent again", async () => {
     const { h, resend, campaign } = await resendSend({
       recipients: 3,

@@ -98,8 +98,10 @@ export const resendSend = async (options: {
   fields?: Parameters<typeof seedSubscribers>[2];
   /** The account's pacer, as `pacerStub` takes it (the real Durable Object by default). */
   reserve?: Parameters<typeof pacerStub>[0];
+  confirm?: Parameters<typeof pacerStub>[1];
 }) => {
-  const h = await harness("live", options.reserve ? { RESEND_PACER: pacerStub(options.reserve) } : {});
+  const stubbed = options.reserve || options.confirm;
+  const h = await harness("live", stubbed ? { RESEND_PACER: pacerStub(options.reserve, options.confirm) } : {});
   const ids = await seedSubscribers(h.t.workspace.id, options.recipients, options.fields);
   const resend = mockResend();
   resend.inject(...(options.faults ?? []));
@@ -115,13 +117,17 @@ export const setStatus = async (t: Tenant, subscriberId: string | undefined, sta
   expect((await t.call("PATCH", `${t.ws}/subscribers/${subscriberId}`, { body: { status } })).status).toBe(200);
 
 /**
- * A RESEND_PACER binding whose pacer hands out slots as `reserve` says and confirms each as the real
- * one does when nothing crowds it (the slot, or now for a caller that comes late).
+ * A RESEND_PACER binding whose pacer hands out slots as `reserve` says (at once by default) and
+ * confirms each as `confirm` says, by default as the real one does when nothing crowds it (the slot,
+ * or now for a caller that comes late).
  */
-export const pacerStub = (reserve: () => Promise<{ at: number; waitMs: number; granted: boolean }>) =>
+export const pacerStub = (
+  reserve: () => Promise<{ at: number; waitMs: number; granted: boolean }> = async () => ({ at: Date.now(), waitMs: 0, granted: true }),
+  confirm: (at: number) => Promise<number | null> = async (at) => Math.max(at, Date.now()),
+) =>
   ({
     idFromName: () => ({}),
-    get: () => ({ reserve, pause: async () => undefined, confirm: async (at: number) => Math.max(at, Date.now()), restart: async () => Date.now() }),
+    get: () => ({ reserve, pause: async () => undefined, confirm, restart: async () => Date.now() }),
   }) as unknown as Env["RESEND_PACER"];
 
 /** Each of the first `count` seeded addresses (user0@example.com, …) got exactly one copy. */

@@ -6,9 +6,9 @@ import type { BatchAnswer, DeliveryError } from "./integrations/types";
 // the latest request that held the delivery). A request only ever holds members of the one before it
 // (someone who left, moved or could not be rendered is left out of it and of every later one; the
 // look before a request numbers only rows of the latest, so a second runner of the same chunk cannot
-// add one back), so a delivery numbered n was in requests 1..n and in none after. (A number can
-// belong to a request prepared that never left: a refused slot, a crash. That only makes a verdict
-// more cautious, never less.) A runner settles the chunk only while its last number is still the
+// add one back), so a delivery numbered n was in requests 1..n and in none after. (A number whose
+// slot was taken back is withdrawn before another request is prepared, src/sending/deliver.ts; only a
+// crash leaves a number to a request that never left. That only makes a verdict more cautious.) A runner settles the chunk only while its last number is still the
 // chunk's latest: a runner that another one overtook writes nothing. The provider keeps a key's first
 // accepted request: a later request with the same content is answered as that one was; with other
 // content it is refused as "taken already" (`acceptedEarlier`), without saying which it took. From
@@ -56,7 +56,7 @@ export type Settlement =
 export const outcomeUnknown: DeliveryError = {
   code: "outcome_unknown",
   message:
-    "It was in a request of its batch that the provider may have taken (its answer never came), and was left out of a later one: it is not sent again, so that nobody gets two copies",
+    "Its batch was asked for in more than one request, and the provider's answers do not say whether an earlier one was taken (an answer that never came, or a request that may not have left before a crash): it is not sent again, so that nobody gets two copies",
 };
 
 const notMailed = (member: BatchMember): Settlement =>

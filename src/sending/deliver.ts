@@ -3,7 +3,7 @@ import { backoffSeconds } from "../lib/backoff";
 import { sha256Hex } from "../lib/crypto";
 import { type BatchMember, type Settlement, settleBatch, settleWithoutProvider } from "./batch-settlement";
 import { type Composer, composeEmail } from "./compose";
-import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChunk, recordDeliveryResults } from "./deliveries.repository";
+import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChunk, recordDeliveryResults, withdrawRequestNumber } from "./deliveries.repository";
 import type { BatchAnswer, DeliveryError, Integration, OutboundEmail } from "./integrations/types";
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import { markOperationWaiting, loadOperationState } from "./send.repository";
@@ -177,17 +177,33 @@ const handOver = async (
   const askedSeq = new Map(rows.map((row) => [row.id, row.askedSeq]));
   const chunkIds = rows.map((row) => row.id);
   let lastSeq: number | undefined;
+  // The last request before the one the latest look numbered, for a withdrawal to go back to.
+  let beforeLook: number | undefined;
   const beforeRequest = async (ids: string[]) => {
     const look = await lookBeforeRequest(d1, ids, chunkIds);
     for (const gone of look.gone) local.set(gone.id, gone.active ? recipientChanged : recipientInactive);
     // Every row's number as the look left it (another runner may have numbered some since the read).
     for (const [id, seq] of look.seqs) askedSeq.set(id, seq);
-    if (look.seq !== undefined) lastSeq = look.seq;
+    if (look.seq !== undefined) {
+      beforeLook = lastSeq;
+      lastSeq = look.seq;
+    }
     // Those no longer to be mailed, and those another runner of this chunk has already left out.
     return new Set([...look.gone.map((gone) => gone.id), ...look.behind]);
   };
+  // The request numbered last did not leave: its number is withdrawn, unless another runner went on since.
+  const requestWithdrawn = async () => {
+    if (lastSeq === undefined || lastSeq === beforeLook) return;
+    const seq = lastSeq;
+    const back = await withdrawRequestNumber(d1, chunkIds, seq);
+    if (back.length === 0) return;
+    for (const id of back) askedSeq.set(id, seq - 1);
+    lastSeq = beforeLook;
+  };
   const answer: BatchAnswer =
-    emails.length === 0 ? { kind: "unasked" } : await integration.sendBatch(emails, await batchKey(operationId, chunkIds), { beforeRequest });
+    emails.length === 0
+      ? { kind: "unasked" }
+      : await integration.sendBatch(emails, await batchKey(operationId, chunkIds), { beforeRequest, requestWithdrawn });
   if (answer.kind === "deferred") return { deferred: answer };
 
   const handedOver = new Set(emails.map((email) => email.deliveryId));

@@ -142,6 +142,26 @@ export const lookBeforeRequest = async (
   };
 };
 
+/**
+ * A request the last look numbered `seq` did not leave (its slot was taken back): its members go back
+ * to the number they had (`seq - 1`: a look numbers only rows of the latest request), while `seq` is
+ * still the chunk's latest and the chunk intact, so that the next look gives the request that does
+ * leave the same number, and no verdict counts a request that never left. The ids put back.
+ */
+export const withdrawRequestNumber = async (d1: D1Database, chunkIds: string[], seq: number): Promise<string[]> => {
+  const chunk = `(SELECT value FROM json_each(?1))`;
+  const { results } = await d1
+    .prepare(
+      `UPDATE deliveries SET asked_seq = ?2 - 1
+        WHERE id IN ${chunk} AND asked_seq = ?2
+          AND (SELECT max(asked_seq) FROM deliveries WHERE id IN ${chunk}) = ?2 AND ${chunkIntact("?1")}
+       RETURNING id`,
+    )
+    .bind(JSON.stringify(chunkIds), seq)
+    .run<{ id: string }>();
+  return results.map((r) => r.id);
+};
+
 export type DeliveryResults = {
   sent: { id: string; providerMessageId: string | null }[];
   /** `attempted`: it was in the request the failure is about (its attempt is counted). */

@@ -92,7 +92,13 @@ const abandoned: Retryable = { kind: "retry", error: { code: "resend_abandoned",
  * knows it. Once `stop` is aborted (the batch was answered meanwhile) no slot is confirmed: an
  * abandoned ask spends none of the account's rate.
  */
-export const awaitSlot = async (config: ResendConfig, stop: AbortSignal, beforeConfirm?: () => Promise<boolean>): Promise<Deferred | Retryable | undefined> => {
+export const awaitSlot = async (
+  config: ResendConfig,
+  stop: AbortSignal,
+  beforeConfirm?: () => Promise<boolean>,
+  /** The slot `beforeConfirm` looked for was taken back: the request it looked at does not leave. */
+  withdrawn?: () => Promise<void>,
+): Promise<Deferred | Retryable | undefined> => {
   for (;;) {
     const slot = await config.pacer.reserve(config.rps, MAX_SLOT_WAIT_MS);
     if (!slot.granted) {
@@ -118,6 +124,8 @@ export const awaitSlot = async (config: ResendConfig, stop: AbortSignal, beforeC
       if (restarts === RESTARTS) return;
       start = await config.pacer.restart(start, config.rps, late);
     }
+    // No start: the pacer took the slot back (a 429 paused the account past it). Nothing left.
+    if (beforeConfirm && withdrawn) await withdrawn();
   }
 };
 

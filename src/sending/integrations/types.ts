@@ -67,6 +67,11 @@ export type SendOptions = {
    */
   beforeRequest?: (deliveryIds: string[]) => Promise<ReadonlySet<string>>;
   /**
+   * Called when the request `beforeRequest` last looked at does not leave after all (its slot was
+   * taken back, by a 429 pause say): the next look is for the request that does.
+   */
+  requestWithdrawn?: () => Promise<void>;
+  /**
    * Tries before answering `retry` (each with its backoff and its own asks): a queue step takes
    * several; a request a person waits for (a test send) one, so trouble answers in seconds.
    */
