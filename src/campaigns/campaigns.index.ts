@@ -2,7 +2,7 @@ import { publicBaseUrl } from "../lib/public-origin";
 import { commit } from "../db/commit";
 import { ApiError, notFound, resourceMissing } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { envelope, listPage } from "../lib/http";
+import { envelope, givenFields, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { findNewsletter } from "../newsletters/newsletters.repository";
 import { serializeOperation } from "../operations/operations.schemas";
@@ -69,7 +69,7 @@ export const campaignsRouter = createRouter()
     };
     // Each template stands on its own, so the ones sent are checked without reading the others.
     validateCampaignContent({ subject: changes.subject ?? "-", preheader: changes.preheader ?? null, html: changes.html ?? null, text: changes.text ?? null });
-    const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as CampaignChanges;
+    const defined: CampaignChanges = givenFields(changes);
     const now = Date.now();
     const update = updateCampaignStatements(c.var.db, workspace_id, campaign_id, defined, now);
     const { row, movedEarlier } = update.read(await commit(c, update.statements, { status: 200, resource: "campaign", id: campaign_id }));

@@ -51,3 +51,7 @@ export const listPage = async <Row extends { id: string }, Out>(
     pagination: hasMore && last ? { has_more: true, next_cursor: await c.var.cursors.encode(scope, last.id) } : { has_more: false, next_cursor: null },
   };
 };
+
+/** A PATCH's change set: the fields the request gave (`undefined` means "not given"; `null` is a value). */
+export const givenFields = <T extends Record<string, unknown>>(changes: T): Partial<T> =>
+  Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined)) as Partial<T>;

@@ -1,7 +1,7 @@
 import { commit } from "../db/commit";
 import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
-import { envelope, listPage } from "../lib/http";
+import { envelope, givenFields, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { findNewsletter, insertNewsletter, listNewslettersPage, type NewsletterChanges, updateNewsletter as updateNewsletterRow } from "./newsletters.repository";
 import { createNewsletter, getNewsletter, listNewsletters, updateNewsletter } from "./newsletters.routes";
@@ -38,7 +38,7 @@ export const newslettersRouter = createRouter()
       replyTo: body.reply_to,
       address: body.address,
     };
-    const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) as NewsletterChanges;
+    const defined: NewsletterChanges = givenFields(changes);
     const [[row]] = await commit(c, [updateNewsletterRow(c.var.db, workspace_id, newsletter_id, defined, Date.now())], {
       status: 200,
       resource: "newsletter",
