@@ -240,6 +240,54 @@ describe("campaigns", () => {
 
 });
 
+describe("archiving a campaign", () => {
+  it("archives a draft, a sent or a failed campaign: listed as archived, readable, never edited or sent again", async () => {
+    const t = await tenant();
+    const draft = await createCampaign(t);
+    const path = `${t.ws}/campaigns/${draft.id}/archive`;
+    const res = await t.call("POST", path, { headers: { "idempotency-key": "archive-0001" } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ id: draft.id, status: "archived" });
+    // A retry with the key is answered as the first was; archiving again changes nothing.
+    const replay = await t.call("POST", path, { headers: { "idempotency-key": "archive-0001" } });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body).toEqual(res.body);
+    const again = await t.call("POST", path);
+    expect(again.status).toBe(200);
+    expect(again.body.data).toEqual(res.body.data);
+
+    const listed = await t.call("GET", `${t.ws}/campaigns?status=archived`);
+    expect(listed.body.data.map((c: { id: string }) => c.id)).toEqual([draft.id]);
+    expect((await t.call("GET", `${t.ws}/campaigns?status=draft`)).body.data).toEqual([]);
+    expectError(await t.call("PATCH", `${t.ws}/campaigns/${draft.id}`, { body: { subject: "New" } }), 409, "campaign_not_editable");
+    expectError(await t.call("POST", `${t.ws}/campaigns/${draft.id}/send`, { body: {} }), 409, "campaign_not_sendable");
+
+    // A sent campaign too: its deliveries and stats stay readable.
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "reader@example.com" } });
+    const sent = await createCampaign(t);
+    const op = (await t.call("POST", `${t.ws}/campaigns/${sent.id}/send`, { body: {} })).body.data;
+    expect((await waitForOperation(t, op.id)).status).toBe("succeeded");
+    expect((await t.call("POST", `${t.ws}/campaigns/${sent.id}/archive`)).body.data).toMatchObject({ status: "archived", sent_at: expect.any(String) });
+    expect((await t.call("GET", `${t.ws}/campaigns/${sent.id}/deliveries`)).body.data).toHaveLength(1);
+    expect((await t.call("GET", `${t.ws}/campaigns/${sent.id}/stats`)).body.data).toMatchObject({ sent: 1 });
+  });
+
+  it("refuses a scheduled campaign (unschedule it first) with 409 campaign_not_editable; 404 for another workspace's", async () => {
+    const t = await tenant();
+    const scheduled = await createCampaign(t, { scheduled_at: new Date(Date.now() + 3_600_000).toISOString() });
+    expect((await t.call("POST", `${t.ws}/campaigns/${scheduled.id}/send`, { body: {} })).status).toBe(202);
+    const refused = await t.call("POST", `${t.ws}/campaigns/${scheduled.id}/archive`);
+    expectError(refused, 409, "campaign_not_editable");
+    expect(refused.body.error.message).toContain("unschedule it first");
+    expect((await t.call("GET", `${t.ws}/campaigns/${scheduled.id}`)).body.data.status).toBe("scheduled");
+
+    const other = await tenant("Other");
+    expectError(await other.call("POST", `${other.ws}/campaigns/${scheduled.id}/archive`), 404, "not_found", "campaign_id");
+    // A body is refused, as on every route that takes none.
+    expect((await t.call("POST", `${t.ws}/campaigns/${scheduled.id}/archive`, { body: { status: "archived" } })).status).toBe(400);
+  });
+});
+
 describe("list pages of large campaigns", () => {
   it("stop before the item that would take a page past 4,000,000 characters of templates, and say has_more (campaigns and their events)", async () => {
     const t = await tenant();

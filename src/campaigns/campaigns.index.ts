@@ -10,8 +10,28 @@ import { findSegment } from "../segments/segments.repository";
 import { enqueueStart, startCampaignSend } from "../sending/producer";
 import { validateCampaignContent } from "../content";
 import { previewEmail, testSend } from "./campaign-mail";
-import { type CampaignChanges, editableStatuses, findCampaign, insertCampaign, listCampaignsPage, unscheduleStatements, updateCampaignStatements } from "./campaigns.repository";
-import { createCampaign, getCampaign, listCampaigns, previewCampaign, sendCampaign, testCampaign, unscheduleCampaign, updateCampaign } from "./campaigns.routes";
+import {
+  archiveCampaignRow,
+  archivableStatuses,
+  type CampaignChanges,
+  editableStatuses,
+  findCampaign,
+  insertCampaign,
+  listCampaignsPage,
+  unscheduleStatements,
+  updateCampaignStatements,
+} from "./campaigns.repository";
+import {
+  archiveCampaign,
+  createCampaign,
+  getCampaign,
+  listCampaigns,
+  previewCampaign,
+  sendCampaign,
+  testCampaign,
+  unscheduleCampaign,
+  updateCampaign,
+} from "./campaigns.routes";
 import { scheduledInPast, serializeCampaign } from "./campaigns.schemas";
 
 const missing = (param: "newsletter_id" | "segment_id", id: string) => resourceMissing(param, param.replace(/_id$/, ""), id);
@@ -117,6 +137,21 @@ export const campaignsRouter = createRouter()
     const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
     if (!campaign) throw notFound("campaign", campaign_id);
     throw new ApiError("campaign_not_scheduled", `Only a scheduled campaign can be unscheduled; this one is ${campaign.status}`);
+  })
+  .openapi(archiveCampaign, async (c) => {
+    const { workspace_id, campaign_id } = c.req.valid("param");
+    const [[row]] = await commit(c, [archiveCampaignRow(c.var.db, workspace_id, campaign_id, Date.now())], {
+      status: 200,
+      resource: "campaign",
+      id: campaign_id,
+    });
+    if (row) return c.json(envelope(serializeCampaign(row)), 200);
+    const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
+    if (!campaign) throw notFound("campaign", campaign_id);
+    // Archived already: nothing to change.
+    if (campaign.status === "archived") return c.json(envelope(serializeCampaign(campaign)), 200);
+    const hint = campaign.status === "scheduled" ? " (unschedule it first)" : " (wait for its send to end)";
+    throw new ApiError("campaign_not_editable", `Only a ${archivableStatuses.join(", ").replace(/, (\w+)$/, " or $1")} campaign can be archived; this one is ${campaign.status}${hint}`);
   })
   .openapi(sendCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

@@ -167,3 +167,14 @@ export const unscheduleStatements = (db: Db, workspaceId: string, id: string, no
   ],
   read: (results) => (results[1] as CampaignRow[])[0],
 });
+
+/** The statuses an archive moves from: a campaign no send is waiting for or running. */
+export const archivableStatuses = ["draft", "sent", "failed"] as const;
+
+/** Archiving: the campaign, archived, or no row when it is not in an archivable status (or not here). */
+export const archiveCampaignRow = (db: Db, workspaceId: string, id: string, now: number) =>
+  db
+    .update(campaigns)
+    .set({ status: "archived", updatedAt: now })
+    .where(and(eq(campaigns.workspaceId, workspaceId), eq(campaigns.id, id), inArray(campaigns.status, archivableStatuses)))
+    .returning();

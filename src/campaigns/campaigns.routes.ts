@@ -164,3 +164,19 @@ export const unscheduleCampaign = apiRoute({
     200: { description: "The campaign, a draft again", content: { "application/json": { schema: dataEnvelope(CampaignSchema) } } },
   },
 });
+
+export const archiveCampaign = apiRoute({
+  errorCodes: { 409: ["campaign_not_editable"] },
+  method: "post",
+  path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/archive",
+  tags: ["Campaigns"],
+  summary: "Archive a campaign",
+  description:
+    "Sets a `draft`, `sent` or `failed` campaign `archived`: it stays readable (its deliveries and stats too) and listed (`GET /campaigns?status=archived`), and nothing changes it again (no edit, no send). Archiving an archived campaign changes nothing and answers it as it is. A `scheduled` campaign (unschedule it first) or one `sending` is a 409 `campaign_not_editable`. No event is written (none of the event types says \"archived\"). No body.",
+  scope: "campaigns:write",
+  idempotent: true,
+  request: { params: CampaignParams, body: noBody },
+  responses: {
+    200: { description: "The campaign, archived", content: { "application/json": { schema: dataEnvelope(CampaignSchema) } } },
+  },
+});
