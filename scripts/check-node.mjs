@@ -1,4 +1,4 @@
-// `npm install` / `npm ci` runs this first (package.json "preinstall"): wrangler needs Node >= 22.12,
+// `npm install` / `npm ci` runs this first (package.json "preinstall"): vitest needs Node >= 22.12 (wrangler >= 22),
 // so an older Node stops here with one line saying what to do, instead of installing and crashing at
 // `npm run dev`. A check here rather than `engine-strict`, so that `npm ci --dry-run` (which installs
 // nothing) still verifies the lockfile on any Node.
