@@ -2,6 +2,7 @@ import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
+import { deliveryInsertStatements } from "../src/sending/fanout.repository";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
@@ -44,6 +45,24 @@ describe("queue edges", () => {
     expect(final.error.code).toBe("send_step_exhausted");
     expect(final.completed_at).not.toBeNull();
     expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("failed");
+  });
+
+  it("a fan-out page written after its send ended adds no delivery: nothing would ever deliver it", async () => {
+    const h = await harness("test");
+    const [subscriber] = await seedSubscribers(h.t.workspace.id, 1);
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, {});
+    await h.step(); // start: running
+    // A fan-out step read the operation while it ran; meanwhile a dead-lettered copy of it ends the send.
+    const [fanout] = h.queue.messages.splice(0, 1);
+    h.queue.messages.push({ body: fanout?.body, attempts: 11 });
+    await h.step("newsletter-send-dlq");
+    expect((await operationOf(h.t, op.id)).status).toBe("failed");
+    const page = { workspaceId: h.t.workspace.id, campaignId: campaign.id, operationId: op.id, now: Date.now(), settle: undefined };
+    const row = { id: "dlv_01M8ZZZZZZZZZZZZZZZZZZZZZZ", subscriberId: subscriber as string, email: "user0@example.com" };
+    await env.DB.batch(deliveryInsertStatements(env.DB, { ...page, rows: [row] }));
+    expect(await allDeliveries(h.t, campaign.id)).toEqual([]);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 0 } });
   });
 
   it("a send dead-lettered mid-delivery leaves no delivery queued: one in a request Resend may have taken ends outcome_unknown, one never asked send_step_exhausted", async () => {

@@ -92,6 +92,8 @@ type DeliveryPage = {
  * The insert of a page of deliveries, bound as one JSON array, and the operation's counters raised
  * by exactly the rows inserted; run as one batch. With `settle`, rows are created `sent` after one
  * attempt, with the provider message id it gives, and also count as delivered; without, `queued`.
+ * Only while the operation runs: a fan-out step still at work when its send ended (failed by a
+ * dead-lettered step) adds no row that nothing would ever deliver.
  */
 export const deliveryInsertStatements = (d1: D1Database, page: DeliveryPage): [D1PreparedStatement, D1PreparedStatement] => {
   const { settle } = page;
@@ -105,7 +107,7 @@ export const deliveryInsertStatements = (d1: D1Database, page: DeliveryPage): [D
          SELECT json_extract(value, '$.id'), ?2, ?3, ?4, json_extract(value, '$.s'), json_extract(value, '$.e'),
                 CASE ?6 WHEN 1 THEN 'sent' ELSE 'queued' END, ?6, CASE ?6 WHEN 1 THEN json_extract(value, '$.p') END,
                 NULL, json_extract(value, '$.c'), ?5, ?5
-           FROM json_each(?1) WHERE true
+           FROM json_each(?1) WHERE (SELECT status FROM operations WHERE id = ?4) = 'running'
          ON CONFLICT (campaign_id, subscriber_id) DO NOTHING`,
       )
       .bind(json, page.workspaceId, page.campaignId, page.operationId, page.now, settled),
