@@ -47,6 +47,55 @@ describe("queue edges", () => {
     expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("failed");
   });
 
+  it("canceling a sending campaign stops its send: the rest of the audience is never mailed, the campaign and its send end failed", async () => {
+    const { h, campaign, op, resend } = await resendSend({ recipients: 150 });
+    await h.step(); // start
+    await h.step(); // fan-out: chunks of 100 and 50
+    const [firstChunk, secondChunk] = h.queue.messages.splice(0, 2);
+    h.queue.messages = firstChunk ? [firstChunk] : [];
+    await h.step(); // the first 100 are mailed
+
+    const path = `${h.t.ws}/campaigns/${campaign.id}/cancel`;
+    const res = await h.t.call("POST", path, { headers: { "idempotency-key": "cancel-send-0001" } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ id: campaign.id, status: "failed", sent_at: null });
+    const replay = await h.t.call("POST", path, { headers: { "idempotency-key": "cancel-send-0001" } });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body).toEqual(res.body);
+    // The second chunk's message still comes: it finds nothing to do.
+    h.queue.messages.push(secondChunk as (typeof h.queue.messages)[number]);
+    await h.drain();
+
+    expect(resend.received).toHaveLength(100);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    const codes = new Map<string, number>();
+    for (const d of deliveries) codes.set(`${d.status} ${d.error?.code ?? ""}`.trim(), (codes.get(`${d.status} ${d.error?.code ?? ""}`.trim()) ?? 0) + 1);
+    expect(Object.fromEntries(codes)).toEqual({ sent: 100, "failed send_canceled": 50 });
+    const final = await operationOf(h.t, op.id);
+    expect(final).toMatchObject({ status: "failed", error: { code: "send_canceled" }, progress: { total: 150, delivered: 100, failed: 50 } });
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}/stats`)).body.data).toMatchObject({ queued: 0, sent: 100, failed: 50 });
+    const events = (await h.t.call("GET", `${h.t.ws}/events?type=campaign.failed`)).body.data;
+    expect(events.map((e: { data: { object: { id: string; status: string } } }) => e.data.object)).toMatchObject([{ id: campaign.id, status: "failed" }]);
+
+    // Not sending any more: 409, and nothing changes.
+    const again = await h.t.call("POST", path);
+    expectError(again, 409, "campaign_not_sending");
+    expect((await h.t.call("GET", `${h.t.ws}/events?type=campaign.failed`)).body.data).toHaveLength(1);
+  });
+
+  it("cancel answers 409 campaign_not_sending for a draft or a scheduled campaign, 404 for another workspace's", async () => {
+    const h = await harness("test");
+    const draft = await createCampaign(h.t);
+    const refused = await h.t.call("POST", `${h.t.ws}/campaigns/${draft.id}/cancel`);
+    expectError(refused, 409, "campaign_not_sending");
+    expect(refused.body.error.message).toContain("this one is draft");
+    const scheduled = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 3_600_000).toISOString() });
+    await send(h.t, scheduled.id, {});
+    expect((await h.t.call("POST", `${h.t.ws}/campaigns/${scheduled.id}/cancel`)).body.error.message).toContain("unscheduled instead");
+    const other = await harness("test");
+    expectError(await other.t.call("POST", `${other.t.ws}/campaigns/${draft.id}/cancel`), 404, "not_found", "campaign_id");
+  });
+
   it("a fan-out page written after its send ended adds no delivery: nothing would ever deliver it", async () => {
     const h = await harness("test");
     const [subscriber] = await seedSubscribers(h.t.workspace.id, 1);

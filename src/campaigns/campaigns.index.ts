@@ -13,6 +13,7 @@ import { previewEmail, testSend } from "./campaign-mail";
 import {
   archiveCampaignRow,
   archivableStatuses,
+  cancelSendStatements,
   type CampaignChanges,
   editableStatuses,
   findCampaign,
@@ -23,6 +24,7 @@ import {
 } from "./campaigns.repository";
 import {
   archiveCampaign,
+  cancelCampaignSend,
   createCampaign,
   getCampaign,
   listCampaigns,
@@ -152,6 +154,18 @@ export const campaignsRouter = createRouter()
     if (campaign.status === "archived") return c.json(envelope(serializeCampaign(campaign)), 200);
     const hint = campaign.status === "scheduled" ? " (unschedule it first)" : " (wait for its send to end)";
     throw new ApiError("campaign_not_editable", `Only a ${archivableStatuses.join(", ").replace(/, (\w+)$/, " or $1")} campaign can be archived; this one is ${campaign.status}${hint}`);
+  })
+  .openapi(cancelCampaignSend, async (c) => {
+    const { workspace_id, campaign_id } = c.req.valid("param");
+    const cancel = cancelSendStatements(c.var.db, workspace_id, campaign_id, Date.now());
+    const row = cancel.read(
+      await commit(c, cancel.statements, { status: 200, resource: "campaign", id: campaign_id }, { events: [{ type: "campaign.failed", resource: "campaign", id: campaign_id }] }),
+    );
+    if (row) return c.json(envelope(serializeCampaign(row)), 200);
+    const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
+    if (!campaign) throw notFound("campaign", campaign_id);
+    const hint = campaign.status === "scheduled" ? " (a scheduled send is unscheduled instead)" : "";
+    throw new ApiError("campaign_not_sending", `Only a sending campaign's send can be canceled; this one is ${campaign.status}${hint}`);
   })
   .openapi(sendCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

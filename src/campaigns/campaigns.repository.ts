@@ -4,7 +4,8 @@ import type { Db } from "../db/client";
 import { boundedPage } from "../db/bounded-page";
 import { differs } from "../db/differs";
 import { insertWhere } from "../db/insert-where";
-import { campaigns, campaignStatuses, newsletters, operations, segments } from "../db/schema";
+import { campaigns, campaignStatuses, deliveries, newsletters, operations, segments } from "../db/schema";
+import { outcomeUnknown } from "../sending/batch-settlement";
 
 export type CampaignRow = typeof campaigns.$inferSelect;
 
@@ -178,3 +179,45 @@ export const archiveCampaignRow = (db: Db, workspaceId: string, id: string, now:
     .set({ status: "archived", updatedAt: now })
     .where(and(eq(campaigns.workspaceId, workspaceId), eq(campaigns.id, id), inArray(campaigns.status, archivableStatuses)))
     .returning();
+
+/** The error a send canceled while it ran ends with (its operation, and its deliveries never asked for). */
+const SEND_CANCELED = { code: "send_canceled", message: "The send was canceled before it reached every recipient" } as const;
+
+/**
+ * Canceling a `sending` campaign's send, decisive statement last: its operation (queued or running)
+ * ends `failed` with `send_canceled`, its deliveries still queued end `failed` (with `send_canceled`,
+ * or `outcome_unknown` for one that was in a provider request, which may have been taken), the
+ * operation counts them, and the campaign (only if its send was just ended) becomes `failed`. A step
+ * at work meanwhile writes nothing more: its settlement needs its rows queued, and a fan-out page its
+ * operation running. The campaign, or no row when it is not sending (or not here).
+ */
+export const cancelSendStatements = (db: Db, workspaceId: string, id: string, now: number): Statements<CampaignRow | undefined> => {
+  const sending = sql`EXISTS (SELECT 1 FROM campaigns c WHERE c.id = ${id} AND c.workspace_id = ${workspaceId} AND c.status = 'sending')`;
+  const canceled = and(eq(operations.campaignId, id), eq(operations.status, "failed"), eq(operations.completedAt, now), sql`json_extract(${operations.error}, '$.code') = ${SEND_CANCELED.code}`);
+  return {
+    statements: [
+      db
+        .update(operations)
+        .set({ status: "failed", error: SEND_CANCELED, completedAt: now, updatedAt: now })
+        .where(and(eq(operations.campaignId, id), eq(operations.workspaceId, workspaceId), inArray(operations.status, ["queued", "running"]), sending)),
+      db
+        .update(deliveries)
+        .set({
+          status: "failed",
+          error: sql`CASE WHEN ${deliveries.askedSeq} > 0 THEN ${JSON.stringify(outcomeUnknown)} ELSE ${JSON.stringify(SEND_CANCELED)} END`,
+          updatedAt: now,
+        })
+        .where(and(eq(deliveries.campaignId, id), eq(deliveries.status, "queued"), sql`EXISTS (SELECT 1 FROM ${operations} WHERE ${canceled})`)),
+      db
+        .update(operations)
+        .set({ failed: sql`${operations.failed} + changes()`, updatedAt: now })
+        .where(canceled),
+      db
+        .update(campaigns)
+        .set({ status: "failed", sentAt: null, updatedAt: now })
+        .where(and(eq(campaigns.workspaceId, workspaceId), eq(campaigns.id, id), eq(campaigns.status, "sending"), sql`EXISTS (SELECT 1 FROM ${operations} WHERE ${canceled})`))
+        .returning(),
+    ],
+    read: (results) => (results[3] as CampaignRow[])[0],
+  };
+};

@@ -180,3 +180,19 @@ export const archiveCampaign = apiRoute({
     200: { description: "The campaign, archived", content: { "application/json": { schema: dataEnvelope(CampaignSchema) } } },
   },
 });
+
+export const cancelCampaignSend = apiRoute({
+  errorCodes: { 409: ["campaign_not_sending"] },
+  method: "post",
+  path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/cancel",
+  tags: ["Campaigns"],
+  summary: "Cancel a campaign's send",
+  description:
+    "Stops the send of a `sending` campaign: its operation ends `failed` with the error code `send_canceled`, its deliveries not yet handed to the provider end `failed` (`send_canceled`, or `outcome_unknown` for one that was in a provider request, which may have been taken: it is never sent again), and the campaign becomes `failed` (a `campaign.failed` event is written). Recipients already mailed stay `sent`; a request to the provider already on its way may still be taken. A campaign not `sending` is a 409 `campaign_not_sending` (a `scheduled` one is unscheduled instead). No body.",
+  scope: "campaigns:send",
+  idempotent: true,
+  request: { params: CampaignParams, body: noBody },
+  responses: {
+    200: { description: "The campaign, failed", content: { "application/json": { schema: dataEnvelope(CampaignSchema) } } },
+  },
+});
