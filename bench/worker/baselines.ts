@@ -131,10 +131,12 @@ baselines.post("/raw/fanout", async (c) => {
   const { workspace_id: workspaceId, campaign_id: campaignId } = await c.req.json<{ workspace_id: string; campaign_id: string }>();
   const started = Date.now();
   const operationId = newId("operation", started);
-  // Already "succeeded", so neither the consumer nor the sweeper ever picks it up.
+  // Running while its rows are written (deliveries are inserted only into a running operation), its
+  // fan-out already marked done, so no message or sweep (none runs under the benchmark) would take it
+  // up; it ends succeeded below.
   await c.env.DB.prepare(
-    `INSERT INTO operations (id, workspace_id, campaign_id, type, status, integration_slug, delivery_integration, mode, created_at, updated_at)
-     VALUES (?1, ?2, ?3, 'campaign_send', 'succeeded', 'sandbox', 'sandbox', 'test', ?4, ?4)`,
+    `INSERT INTO operations (id, workspace_id, campaign_id, type, status, integration_slug, delivery_integration, mode, fanout_done, created_at, updated_at)
+     VALUES (?1, ?2, ?3, 'campaign_send', 'running', 'sandbox', 'sandbox', 'test', 1, ?4, ?4)`,
   )
     .bind(operationId, workspaceId, campaignId, started)
     .run();
@@ -159,5 +161,7 @@ baselines.post("/raw/fanout", async (c) => {
     after = results.at(-1)?.id ?? after;
     if (results.length < FANOUT_WINDOW) break;
   }
+  await c.env.DB.prepare(`UPDATE operations SET status = 'succeeded', completed_at = ?2 WHERE id = ?1`).bind(operationId, Date.now()).run();
+  statements++;
   return c.json({ operation_id: operationId, recipients, statements, ms: Date.now() - started });
 });
