@@ -101,14 +101,20 @@ export const testSend = async (
         { headers: { "Retry-After": String(wait) } },
       );
     }
-    if (answer.kind === "rejected") {
+    // (After a hedge that may have been taken, a split could mail the others twice: refused, all of them.)
+    if (answer.kind === "rejected" && !answer.earlierMayBeTaken) {
       outcomes.set(answer.deliveryId, { kind: "failed", error: answer.error });
       pending = pending.filter((e) => e.deliveryId !== answer.deliveryId);
       continue;
     }
     // (A test send takes no look before its request: every address is in it.)
     for (const e of pending) {
-      const outcome = answer.kind === "answered" ? answer.outcomes.get(e.deliveryId) : answer.kind === "refused" ? { kind: "failed" as const, error: answer.error } : undefined;
+      const outcome =
+        answer.kind === "answered"
+          ? answer.outcomes.get(e.deliveryId)
+          : answer.kind === "refused" || answer.kind === "rejected"
+            ? { kind: "failed" as const, error: answer.error }
+            : undefined;
       outcomes.set(e.deliveryId, outcome ?? noOutcome);
     }
     pending = [];

@@ -7,8 +7,10 @@ import type { BatchAnswer, DeliveryError } from "./integrations/types";
 // (someone who left, moved or could not be rendered is left out of it and of every later one; the
 // look before a request numbers only rows of the latest, so a second runner of the same chunk cannot
 // add one back), so a delivery numbered n was in requests 1..n and in none after. (A number whose
-// slot was taken back is withdrawn before another request is prepared, src/sending/deliver.ts; only a
-// crash leaves a number to a request that never left. That only makes a verdict more cautious.) A runner settles the chunk only while its last number is still the
+// slot was taken back, or whose every request was answered 429, is withdrawn before another request
+// is prepared, src/sending/deliver.ts; only a crash leaves a number to a request that never left.
+// That only makes a verdict more cautious.) Hedged requests share their number: a refusal answering
+// one of them while another went unanswered is judged as a refusal after earlier requests. A runner settles the chunk only while its last number is still the
 // chunk's latest: a runner that another one overtook writes nothing. The provider keeps a key's first
 // accepted request: a later request with the same content is answered as that one was; with other
 // content it is refused as "taken already" (`acceptedEarlier`), without saying which it took. From
@@ -112,12 +114,12 @@ export const settleBatch = (
       return members.map((m) => ({ kind: "retry", error: answer.error, attempted: m.inLastRequest }));
     }
     case "refused":
-      return members.map((m) => ended(m, lastSeq, answer.error, true));
+      return members.map((m) => ended(m, lastSeq, answer.error, !answer.earlierMayBeTaken));
     case "rejected":
       // The batch's first request, refused for one email in it: nothing was sent; the others go in a
       // batch of their own. After earlier requests (answers lost), one of those may have been taken
       // (validated as they were, not as this one), so it ends as a refusal does.
-      if (!firstRequest(lastSeq)) return members.map((m) => ended(m, lastSeq, answer.error, false));
+      if (!firstRequest(lastSeq) || answer.earlierMayBeTaken) return members.map((m) => ended(m, lastSeq, answer.error, false));
       return members.map((m) => (m.id === answer.deliveryId ? { kind: "failed", error: answer.error, attempted: true } : notMailed(m)));
     case "unasked":
       return members.map((m) => ended(m, lastSeq, undefined, false));

@@ -45,8 +45,11 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 
 export type ResendConfig = { apiKey: string; baseUrl: string; rps: number; pacer: Pacer };
 
-/** Worth asking again under the key. */
-type Retryable = { kind: "retry"; error: DeliveryError; status?: number; retryAfterMs?: number };
+/**
+ * Worth asking again under the key. `untaken`: every request of the ask that left was answered 429
+ * (rate limited: Resend processed none of them), so none of them can have been taken.
+ */
+type Retryable = { kind: "retry"; error: DeliveryError; status?: number; retryAfterMs?: number; untaken?: boolean };
 /** No slot soon enough: nothing was sent. */
 type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: number };
 /**
@@ -55,9 +58,13 @@ type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: number }
  */
 type Settled =
   | { kind: "done"; outcomes: EmailOutcome[]; acceptedEarlier: boolean }
-  | { kind: "refused"; error: DeliveryError }
+  /**
+   * A 4xx: nothing in the request it answers was sent. `afterOthers`: another request of the same ask
+   * (a hedge, or the one it hedged) left too, and may have been taken without its answer arriving.
+   */
+  | { kind: "refused"; error: DeliveryError; afterOthers?: boolean }
   /** A 4xx naming one email of the request (strict validation): nothing in it was sent. */
-  | { kind: "rejected"; index: number; error: DeliveryError };
+  | { kind: "rejected"; index: number; error: DeliveryError; afterOthers?: boolean };
 export type Reply = Settled | Retryable | Deferred;
 
 const providerError = (status: number, body: { name?: unknown; message?: unknown } | undefined): DeliveryError => {
@@ -209,6 +216,8 @@ export const askIn = (config: ResendConfig, emails: OutboundEmail[], body: strin
   return new Promise<Reply>((resolve, reject) => {
     const failures: Retryable[] = [];
     let asked = 0;
+    /** Requests that left for Resend (an ask whose slot never came, or came too late, did not). */
+    let left = 0;
     let pending = 0;
     let hedging = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -224,17 +233,23 @@ export const askIn = (config: ResendConfig, emails: OutboundEmail[], body: strin
         .then((late) => {
           if (late) return late;
           if (hedging && asked < ASKS_PER_TRY && !stop.signal.aborted) timer = setTimeout(() => askOnce(awaitSlot(config, stop.signal)), hedgeAfter);
+          if (!stop.signal.aborted) left++;
           return request(config, emails, body, key, stop.signal);
         })
         .then((reply) => {
           pending--;
-          if (reply.kind === "done" || reply.kind === "refused" || reply.kind === "rejected") return finish(reply);
+          if (reply.kind === "done") return finish(reply);
+          if (reply.kind === "refused" || reply.kind === "rejected") return finish(left > 1 ? { ...reply, afterOthers: true } : reply);
           if (reply.kind === "retry" && reply !== abandoned) failures.push(reply);
           if (reply.kind === "retry" && reply.error.code === "resend_concurrent_idempotent_requests") {
             hedging = false;
             clearTimeout(timer);
           }
-          if (pending === 0) finish(failures.find((r) => r.status === 429) ?? failures[0] ?? reply);
+          if (pending === 0) {
+            const last = failures.find((r) => r.status === 429) ?? failures[0] ?? reply;
+            const untaken = left > 0 && failures.length === left && failures.every((r) => r.status === 429);
+            finish(untaken && last.kind === "retry" ? { ...last, untaken } : last);
+          }
         })
         .catch((err: unknown) => {
           // The pacer could not be reached: the step fails and its message is retried.

@@ -77,12 +77,12 @@ const sendBatch = async (config: ResendConfig, emails: OutboundEmail[], key: str
       const outcomes = new Map(held.map((email, i) => [email.deliveryId, reply.outcomes[i] ?? noOutcome] as const));
       return { kind: "answered", outcomes, acceptedEarlier: reply.acceptedEarlier };
     }
-    if (reply.kind === "refused") return reply;
+    if (reply.kind === "refused") return { kind: "refused", error: reply.error, earlierMayBeTaken: reply.afterOthers === true };
     if (reply.kind === "rejected") {
       const named = held[reply.index];
       // (The index was read as one of the request's own.)
       if (!named) throw new Error(`Resend named email ${reply.index} of a request of ${held.length}`);
-      return { kind: "rejected", deliveryId: named.deliveryId, error: reply.error };
+      return { kind: "rejected", deliveryId: named.deliveryId, error: reply.error, earlierMayBeTaken: reply.afterOthers === true };
     }
     if (reply.kind === "deferred") {
       // No slot soon enough. Only when no request of this step has left is that "nothing attempted";
@@ -93,6 +93,9 @@ const sendBatch = async (config: ResendConfig, emails: OutboundEmail[], key: str
       return { kind: "retry", error: lastError?.error ?? reply.error, retryAfterSeconds };
     }
     lastError = reply;
+    // Only 429s, so Resend took none of the ask's requests: its number goes back, and the next request
+    // of the batch is numbered as if it had not been made.
+    if (reply.untaken) await batch.requestWithdrawn?.();
     // A 429 holds every sender back, not only this one: the pacer starts no request before it ends.
     if (reply.status === 429) await config.pacer.pause(reply.retryAfterMs ?? 1000);
     if (attempt >= (options.tries ?? TRIES_PER_STEP)) return { kind: "retry", error: reply.error, retryAfterSeconds: seconds(reply.retryAfterMs) };

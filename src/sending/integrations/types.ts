@@ -41,14 +41,17 @@ export type BatchAnswer =
    * not known.
    */
   | { kind: "answered"; outcomes: Map<string, EmailOutcome>; acceptedEarlier: boolean }
-  /** The provider refused the last request for good (a 4xx): nothing in it was sent. */
-  | { kind: "refused"; error: DeliveryError }
+  /**
+   * The provider refused the last request for good (a 4xx): nothing in it was sent. `earlierMayBeTaken`:
+   * another request with the same number left beside it (a hedge) and may have been taken unanswered.
+   */
+  | { kind: "refused"; error: DeliveryError; earlierMayBeTaken?: boolean }
   /**
    * The provider refused the last request because of one email in it (strict validation naming it):
    * nothing in it was sent. (Whether an earlier request of the batch was taken, validated as it was
    * then, the answer does not say: batch-settlement.ts trusts it for the batch's first request only.)
    */
-  | { kind: "rejected"; deliveryId: string; error: DeliveryError }
+  | { kind: "rejected"; deliveryId: string; error: DeliveryError; earlierMayBeTaken?: boolean }
   /**
    * A request left and got no answer that settles the batch (rate limited, provider or network
    * trouble, the provider may even have taken it): the batch is to be asked again, under its key.
