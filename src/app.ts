@@ -19,7 +19,7 @@ import { segmentsRouter } from "./segments/segments.index";
 import { subscribersRouter } from "./subscribers/subscribers.index";
 import { workspacesRouter } from "./workspaces/workspaces.index";
 import { describeWebhooks } from "./events/webhooks.openapi";
-import { resendWebhookRouter } from "./webhooks/resend.webhook";
+import { resendWebhookRouter } from "./feedback/resend.webhook";
 import { eventsRouter } from "./events/events.index";
 import { webhookEndpointsRouter } from "./webhooks/endpoints.index";
 
@@ -67,7 +67,7 @@ export const createApp = () => {
   // The unsubscribe link and its pages: public, HTML, rate-limited per client IP (src/consent/).
   app.route("/", consentRouter);
 
-  // Resend's delivery feedback: public, verified by its Svix signature (src/webhooks/).
+  // Resend's delivery feedback: public, verified by its Svix signature (src/feedback/).
   app.route("/", resendWebhookRouter);
 
   app.use("/admin/*", operatorAuth, jsonBody);

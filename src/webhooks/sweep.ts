@@ -1,6 +1,6 @@
 import { purgeInRounds } from "../lib/purge";
 import { findStalledAttempts, findUndispatchedEvents } from "./attempts.repository";
-import { deleteReceiptsBefore } from "./feedback.repository";
+import { deleteReceiptsBefore } from "../feedback/feedback.repository";
 import type { WebhookMessage } from "./messages";
 
 const MINUTE = 60_000;

@@ -19,7 +19,7 @@ export type EmailOutcome =
   /**
    * Accepted. `providerMessageId` null: the provider took the batch in an earlier request whose
    * answer was lost, so the message's id is not known here; the provider's feedback names the
-   * delivery by its tag (src/webhooks/feedback.repository.ts).
+   * delivery by its tag (src/feedback/feedback.repository.ts).
    */
   | { kind: "sent"; providerMessageId: string | null }
   /** Will never be sent as it is (rejected address, bad request). */
