@@ -327,6 +327,25 @@ describe("test send", () => {
     ]);
   });
 
+  it("a test send refused on a second ask while the first went unanswered reports outcome_unknown, and sends nobody a second copy", async () => {
+    const t = await liveTenant();
+    const c = await campaignWith(t, { html: HTML });
+    const resend = mockResend();
+    // The first request is taken and its answer never comes; the ask beside it is refused naming one address.
+    resend.inject({ kind: "hang" }, { kind: "status", status: 422, name: "validation_error", message: "emails[0].to: Invalid `to` field" });
+    const res = await t.call("POST", `${t.ws}/campaigns/${c.id}/test`, { body: { emails: ["ada@example.com", "bob@example.com"] } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.results.map((r: { status: string; error: { code: string } }) => [r.status, r.error.code])).toEqual([
+      ["failed", "outcome_unknown"],
+      ["failed", "outcome_unknown"],
+    ]);
+    expect(resend.calls.map((call) => call.status)).toEqual(["abandoned", 422]);
+    expect([...resend.copiesPerRecipient().entries()]).toEqual([
+      ["ada@example.com", 1],
+      ["bob@example.com", 1],
+    ]);
+  });
+
   it("answers 503 provider_unavailable, unstored, when Resend does not take a test send, and the retry mails nobody twice", async () => {
     const t = await liveTenant();
     const c = await campaignWith(t, { html: HTML });

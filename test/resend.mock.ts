@@ -17,7 +17,8 @@ export type ResendMessage = {
 /** What the next calls answer, in order (then `ok`). `reject` names indexes rejected by permissive validation. */
 export type Fault =
   | { kind: "ok" }
-  | { kind: "status"; status: number; name: string; message?: string; retryAfter?: number }
+  /** Answered with `status`; after `delayMs` when given (a slow answer: an ask beside it may leave meanwhile). */
+  | { kind: "status"; status: number; name: string; message?: string; retryAfter?: number; delayMs?: number }
   /** The request reaches Resend and is processed, but the answer never arrives (the client times out). */
   | { kind: "timeout" }
   /**
@@ -84,6 +85,7 @@ export const mockResend = (options: { rps?: number } = {}) => {
       throw new TypeError("injected: connection reset");
     }
     if (fault.kind === "status") {
+      if (fault.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
       call.status = fault.status;
       const extra: Record<string, string> = fault.retryAfter === undefined ? {} : { "retry-after": String(fault.retryAfter) };
       return answer(fault.status, { name: fault.name, message: fault.message ?? fault.name }, extra);

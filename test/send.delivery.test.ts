@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { jsonBytes, MAX_BATCH_BYTES, MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
+import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
 import { seedSubscribers } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, createNewsletter } from "./send.fixtures";
@@ -233,6 +234,25 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expectEachMailedOnce(resend, 3);
     const deliveries = await allDeliveries(h.t, campaign.id);
     expect(deliveries.map((d) => d.error?.code)).toEqual(["outcome_unknown", "outcome_unknown", "outcome_unknown"]);
+  });
+
+  it("a slow 429 beside a second ask took nothing: a strict 4xx answering that ask still fails the named delivery only", async () => {
+    const { h, resend, campaign } = await resendSend({
+      recipients: 3,
+      faults: [
+        // The first request's 429 comes back after a second ask left; that ask's strict 422 comes after it.
+        { kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1, delayMs: HEDGE_AFTER_MS + 200 },
+        { kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field", delayMs: 600 },
+      ],
+      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
+    });
+    await h.drain();
+
+    expect(resend.calls.slice(0, 2).map((call) => call.status)).toEqual([429, 422]);
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", error: { code: "resend_validation_error" } });
+    expect(deliveries.filter((d) => d.email !== "bad@invalid.example").map((d) => d.status)).toEqual(["sent", "sent"]);
   });
 
   it("a strict 4xx after requests whose answers were lost mails nobody twice: one of those may have been taken, so nobody is sent again", async () => {

@@ -5,7 +5,7 @@ import { sha256Hex } from "../lib/crypto";
 import { idPrefixes, newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
-import { type EmailOutcome, noOutcome } from "../sending/integrations/types";
+import { type DeliveryError, type EmailOutcome, noOutcome } from "../sending/integrations/types";
 import { chooseIntegration } from "../sending/producer";
 import { loadMessageContext } from "../sending/send.repository";
 import { findSubscriber } from "../subscribers/subscribers.repository";
@@ -66,6 +66,12 @@ export const previewEmail = async (
 };
 
 /** Sends the sample subscriber's message, subject prefixed `[Test] `, to each address; records nothing. */
+/** A test message Resend may have taken in a request whose answer never came. */
+const mayHaveBeenSent = (last: DeliveryError): DeliveryError => ({
+  code: "outcome_unknown",
+  message: `Resend may have taken this message in a request whose answer never came; it was not sent again, so that nobody gets two copies (its last answer: ${last.message})`,
+});
+
 export const testSend = async (
   c: Context<AppEnv>,
   workspaceId: string,
@@ -101,7 +107,6 @@ export const testSend = async (
         { headers: { "Retry-After": String(wait) } },
       );
     }
-    // (After a hedge that may have been taken, a split could mail the others twice: refused, all of them.)
     if (answer.kind === "rejected" && !answer.earlierMayBeTaken) {
       outcomes.set(answer.deliveryId, { kind: "failed", error: answer.error });
       pending = pending.filter((e) => e.deliveryId !== answer.deliveryId);
@@ -113,7 +118,9 @@ export const testSend = async (
         answer.kind === "answered"
           ? answer.outcomes.get(e.deliveryId)
           : answer.kind === "refused" || answer.kind === "rejected"
-            ? { kind: "failed" as const, error: answer.error }
+            ? // After an ask beside it that may have been taken unanswered, the refusal proves nothing:
+              // the message may have gone out, and it is not sent again (a split could mail it twice).
+              { kind: "failed" as const, error: answer.earlierMayBeTaken ? mayHaveBeenSent(answer.error) : answer.error }
             : undefined;
       outcomes.set(e.deliveryId, outcome ?? noOutcome);
     }

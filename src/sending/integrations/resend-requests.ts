@@ -218,6 +218,8 @@ export const askIn = (config: ResendConfig, emails: OutboundEmail[], body: strin
     let asked = 0;
     /** Requests that left for Resend (an ask whose slot never came, or came too late, did not). */
     let left = 0;
+    /** Of those, the ones Resend may have taken: not (yet) answered with a 429 or a refusal. */
+    let open = 0;
     let pending = 0;
     let hedging = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -233,13 +235,19 @@ export const askIn = (config: ResendConfig, emails: OutboundEmail[], body: strin
         .then((late) => {
           if (late) return late;
           if (hedging && asked < ASKS_PER_TRY && !stop.signal.aborted) timer = setTimeout(() => askOnce(awaitSlot(config, stop.signal)), hedgeAfter);
-          if (!stop.signal.aborted) left++;
+          if (!stop.signal.aborted) {
+            left++;
+            open++;
+          }
           return request(config, emails, body, key, stop.signal);
         })
         .then((reply) => {
           pending--;
           if (reply.kind === "done") return finish(reply);
-          if (reply.kind === "refused" || reply.kind === "rejected") return finish(left > 1 ? { ...reply, afterOthers: true } : reply);
+          // A refusal took nothing: another request of the ask that may have been taken makes it no proof.
+          if (reply.kind === "refused" || reply.kind === "rejected") return finish(open > 1 ? { ...reply, afterOthers: true } : reply);
+          // Rate limited, or turned away while another request under the key was in progress: not taken.
+          if (reply.kind === "retry" && (reply.status === 429 || reply.error.code === "resend_concurrent_idempotent_requests")) open--;
           if (reply.kind === "retry" && reply !== abandoned) failures.push(reply);
           if (reply.kind === "retry" && reply.error.code === "resend_concurrent_idempotent_requests") {
             hedging = false;
