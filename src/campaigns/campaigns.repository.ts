@@ -183,6 +183,13 @@ export const archiveCampaignRow = (db: Db, workspaceId: string, id: string, now:
 /** The error a send canceled while it ran ends with (its operation, and its deliveries never asked for). */
 const SEND_CANCELED = { code: "send_canceled", message: "The send was canceled before it reached every recipient" } as const;
 
+/** A delivery whose request to the provider was about to leave, or on its way, when the send was canceled. */
+const CANCELED_IN_FLIGHT = {
+  code: outcomeUnknown.code,
+  message:
+    "The send was canceled while this message was in a request to the provider (about to leave, or on its way), which may have taken it: it is not sent again, so that nobody gets two copies",
+} as const;
+
 /**
  * Canceling a `sending` campaign's send, decisive statement last: its operation (queued or running)
  * ends `failed` with `send_canceled`, its deliveries still queued end `failed` (with `send_canceled`,
@@ -204,7 +211,7 @@ export const cancelSendStatements = (db: Db, workspaceId: string, id: string, no
         .update(deliveries)
         .set({
           status: "failed",
-          error: sql`CASE WHEN ${deliveries.askedSeq} > 0 THEN ${JSON.stringify(outcomeUnknown)} ELSE ${JSON.stringify(SEND_CANCELED)} END`,
+          error: sql`CASE WHEN ${deliveries.askedSeq} > 0 THEN ${JSON.stringify(CANCELED_IN_FLIGHT)} ELSE ${JSON.stringify(SEND_CANCELED)} END`,
           updatedAt: now,
         })
         .where(and(eq(deliveries.campaignId, id), eq(deliveries.status, "queued"), sql`EXISTS (SELECT 1 FROM ${operations} WHERE ${canceled})`)),

@@ -54,7 +54,7 @@ export const DeliverySchema = z
     }),
     attempts: z.int().openapi({
       description:
-        "Delivery steps that handed it to the integration (a step asks the provider up to 3 times for its batch, counted once); 0 for one skipped without a call (recipient_inactive, recipient_changed, render_failed).",
+        "Delivery steps that handed it to the integration (a step asks the provider up to 3 times for its batch, counted once); 0 for one ended without a call of its own (recipient_inactive, recipient_changed, render_failed, send_canceled, send_unscheduled, send_step_exhausted, and outcome_unknown when the send ended while its request was on its way).",
     }),
     provider_message_id: z.string().nullable(),
     bounce_type: z.string().nullable().openapi({ description: "The provider's bounce type (`Permanent`, `Transient`, …) when it reported a bounce." }),
