@@ -203,13 +203,17 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
   });
 
-  it("a request answered 429 was not taken: a strict 4xx of the next request is still the batch's first, and fails the named delivery only", async () => {
+  const strict422 = { kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" } as const;
+  const rateLimited = { kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1 } as const;
+
+  it.each([
+    ["answered at once", [rateLimited, strict422]],
+    // The first request's 429 comes back after a second ask left; that ask's strict 422 comes after it.
+    ["answered slowly, beside a second ask", [{ ...rateLimited, delayMs: HEDGE_AFTER_MS + 200 }, { ...strict422, delayMs: 600 }]],
+  ] as [string, Fault[]][])("a request answered 429 (%s) was not taken: a strict 4xx after it fails the named delivery only", async (_, faults) => {
     const { h, resend, campaign, op } = await resendSend({
       recipients: 3,
-      faults: [
-        { kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1 },
-        { kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" },
-      ],
+      faults,
       fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
     });
     await h.drain();
@@ -226,7 +230,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     const { h, resend, campaign } = await resendSend({
       recipients: 3,
       // The first request is taken and its answer never comes; the ask beside it is refused naming one message.
-      faults: [{ kind: "hang" }, { kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" }],
+      faults: [{ kind: "hang" }, strict422],
     });
     await h.drain();
 
@@ -234,25 +238,6 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expectEachMailedOnce(resend, 3);
     const deliveries = await allDeliveries(h.t, campaign.id);
     expect(deliveries.map((d) => d.error?.code)).toEqual(["outcome_unknown", "outcome_unknown", "outcome_unknown"]);
-  });
-
-  it("a slow 429 beside a second ask took nothing: a strict 4xx answering that ask still fails the named delivery only", async () => {
-    const { h, resend, campaign } = await resendSend({
-      recipients: 3,
-      faults: [
-        // The first request's 429 comes back after a second ask left; that ask's strict 422 comes after it.
-        { kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1, delayMs: HEDGE_AFTER_MS + 200 },
-        { kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field", delayMs: 600 },
-      ],
-      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
-    });
-    await h.drain();
-
-    expect(resend.calls.slice(0, 2).map((call) => call.status)).toEqual([429, 422]);
-    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
-    const deliveries = await allDeliveries(h.t, campaign.id);
-    expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", error: { code: "resend_validation_error" } });
-    expect(deliveries.filter((d) => d.email !== "bad@invalid.example").map((d) => d.status)).toEqual(["sent", "sent"]);
   });
 
   it("a strict 4xx after requests whose answers were lost mails nobody twice: one of those may have been taken, so nobody is sent again", async () => {
