@@ -183,11 +183,11 @@ export const archiveCampaignRow = (db: Db, workspaceId: string, id: string, now:
 /** The error a send canceled while it ran ends with (its operation, and its deliveries never asked for). */
 const SEND_CANCELED = { code: "send_canceled", message: "The send was canceled before it reached every recipient" } as const;
 
-/** A delivery whose request to the provider was about to leave, or on its way, when the send was canceled. */
+/** A delivery in a request the provider may have taken (its answer pending, lost or an error) when the send was canceled. */
 const CANCELED_IN_FLIGHT = {
   code: outcomeUnknown.code,
   message:
-    "The send was canceled while this message was in a request to the provider (about to leave, or on its way), which may have taken it: it is not sent again, so that nobody gets two copies",
+    "The send was canceled after this message was in a request to the provider that may have taken it (one about to leave or on its way, or one answered with an error or not at all): it is not sent again, so that nobody gets two copies",
 } as const;
 
 /**
