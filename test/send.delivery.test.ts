@@ -148,6 +148,22 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(cmp.body.data).toMatchObject({ status: "failed", sent_at: null });
   });
 
+  it("gives up on a provider answering 429 forever: nothing was taken, so the deliveries fail with the 429 after their last attempt", async () => {
+    const { h, resend, campaign, op } = await resendSend({ recipients: 2 });
+    await h.step(); // start
+    await h.step(); // fan-out
+    // Four attempts already spent on 429s: the last one is this step's.
+    await env.DB.prepare("UPDATE deliveries SET attempts = ? WHERE campaign_id = ?").bind(MAX_DELIVERY_ATTEMPTS - 1, campaign.id).run();
+    resend.inject(...everyTry({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1 }));
+    await h.drain();
+
+    expect(resend.calls.map((call) => call.status)).toEqual(Array.from({ length: TRIES_PER_STEP }, () => 429));
+    for (const d of await allDeliveries(h.t, campaign.id)) {
+      expect(d).toMatchObject({ status: "failed", attempts: MAX_DELIVERY_ATTEMPTS, error: { code: "resend_rate_limit_exceeded" } });
+    }
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 2, delivered: 0, failed: 2 } });
+  });
+
   it("a recipient rejected in a batch fails alone; the rest of the batch is sent once", async () => {
     const { h, resend, campaign, op } = await resendSend({ recipients: 3, faults: [{ kind: "reject", indexes: [1] }], fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }) });
     await h.drain();

@@ -110,7 +110,11 @@ export const settleBatch = (
   switch (answer.kind) {
     case "retry": {
       const givesUp = members.some((m) => m.inLastRequest && m.attempts + 1 >= maxAttempts);
-      if (givesUp) return members.map((m) => ended(m, lastSeq, answer.error, false));
+      // Unnumbered yet in the last request: every request that held it was answered 429 (its number
+      // withdrawn), so none was taken: it fails for good with that answer.
+      if (givesUp) {
+        return members.map((m) => (m.askedSeq === 0 && m.inLastRequest ? { kind: "failed", error: answer.error, attempted: true } : ended(m, lastSeq, answer.error, false)));
+      }
       return members.map((m) => ({ kind: "retry", error: answer.error, attempted: m.inLastRequest }));
     }
     case "refused":
