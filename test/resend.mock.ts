@@ -26,6 +26,8 @@ export type Fault =
    * call ends `timeout` when the client's own timeout fires, `abandoned` when the client aborts it.
    */
   | { kind: "hang" }
+  /** The request never reaches Resend's processing, and no answer comes until the client gives up on it. */
+  | { kind: "stall" }
   /**
    * The request takes `ms` to answer. Meanwhile its key is in progress, and another request under
    * it is answered 409 `concurrent_idempotent_requests`, as Resend does.
@@ -79,6 +81,16 @@ export const mockResend = (options: { rps?: number } = {}) => {
       inProgress.add(key);
       await new Promise((resolve) => setTimeout(resolve, fault.ms));
       inProgress.delete(key);
+    }
+    if (fault.kind === "stall") {
+      call.status = "hanging";
+      const signal = init?.signal;
+      return new Promise<Response>((_, reject) => {
+        signal?.addEventListener("abort", () => {
+          call.status = signal.reason instanceof DOMException && signal.reason.name === "TimeoutError" ? "timeout" : "abandoned";
+          reject(signal.reason);
+        });
+      });
     }
     if (fault.kind === "network") {
       call.status = "network";

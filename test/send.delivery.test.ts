@@ -3,10 +3,10 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { jsonBytes, MAX_BATCH_BYTES, MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
-import { seedSubscribers } from "./helpers";
+import { seedSubscribers, until } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, createNewsletter } from "./send.fixtures";
-import { everyTry, expectEachMailedOnce, expectSentAsResendAnswered, harness, operationOf, resendSend, send } from "./send.harness";
+import { everyTry, expectEachMailedOnce, expectSentAsResendAnswered, harness, operationOf, resendSend, send, setStatus } from "./send.harness";
 
 // Delivery through Resend, driven message by message (send.harness.ts) against its stand-in
 // (resend.mock.ts): batching, pacing, partial failure, refusals.
@@ -162,6 +162,25 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
       expect(d).toMatchObject({ status: "failed", attempts: MAX_DELIVERY_ATTEMPTS, error: { code: "resend_rate_limit_exceeded" } });
     }
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 2, delivered: 0, failed: 2 } });
+  });
+
+  it("a second ask of a stalled request does not leave once a recipient in it has unsubscribed: nobody is mailed after leaving", async () => {
+    const { h, resend, campaign, ids } = await resendSend({ recipients: 3, faults: [{ kind: "stall" }] });
+    await h.step(); // start
+    await h.step(); // fan-out
+    // The request stalls on its way; before its second ask would leave, one of its recipients leaves.
+    const delivering = h.drain();
+    await until(() => resend.calls.length === 1, 5_000, "the first request");
+    await setStatus(h.t, ids[1], "unsubscribed");
+    await delivering;
+
+    // The stalled request was never processed, and no second ask left for it: the next try, after its
+    // timeout, leaves the one who left out.
+    expect(resend.calls[0]?.status).toBe("timeout");
+    expect(resend.calls.slice(1).every((call) => call.messages.length === 2)).toBe(true);
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["user0@example.com", "user2@example.com"]);
+    const left = (await allDeliveries(h.t, campaign.id)).find((d) => d.subscriber_id === ids[1]);
+    expect(left).toMatchObject({ status: "failed", error: { code: "recipient_inactive" } });
   });
 
   it("a recipient rejected in a batch fails alone; the rest of the batch is sent once", async () => {

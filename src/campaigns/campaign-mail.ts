@@ -65,13 +65,13 @@ export const previewEmail = async (
   };
 };
 
-/** Sends the sample subscriber's message, subject prefixed `[Test] `, to each address; records nothing. */
-/** A test message Resend may have taken in a request whose answer never came. */
+/** A test message Resend may have taken in another request of its ask (not answered, or answered with an error). */
 const mayHaveBeenSent = (last: DeliveryError): DeliveryError => ({
   code: "outcome_unknown",
-  message: `Resend may have taken this message in a request whose answer never came; it was not sent again, so that nobody gets two copies (its last answer: ${last.message})`,
+  message: `Resend may have taken this message in another request of the test send (not answered, or answered with an error); it was not sent again, so that nobody gets two copies (its last answer: ${last.message})`,
 });
 
+/** Sends the sample subscriber's message, subject prefixed `[Test] `, to each address; records nothing. */
 export const testSend = async (
   c: Context<AppEnv>,
   workspaceId: string,

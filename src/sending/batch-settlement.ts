@@ -8,8 +8,9 @@ import type { BatchAnswer, DeliveryError } from "./integrations/types";
 // look before a request numbers only rows of the latest, so a second runner of the same chunk cannot
 // add one back), so a delivery numbered n was in requests 1..n and in none after. (A number whose
 // slot was taken back, or whose every request was answered 429, is withdrawn before another request
-// is prepared, src/sending/deliver.ts; only a crash leaves a number to a request that never left.
-// That only makes a verdict more cautious.) Hedged requests share their number: a refusal answering
+// is prepared, src/sending/deliver.ts; a crash or an error between the look and the request, or an
+// ask turned away as in progress, can still leave a number to a request that never left. That only
+// makes a verdict more cautious.) Hedged requests share their number: a refusal answering
 // one of them while another went unanswered is judged as a refusal after earlier requests. A runner settles the chunk only while its last number is still the
 // chunk's latest: a runner that another one overtook writes nothing. The provider keeps a key's first
 // accepted request: a later request with the same content is answered as that one was; with other
@@ -58,7 +59,7 @@ export type Settlement =
 export const outcomeUnknown: DeliveryError = {
   code: "outcome_unknown",
   message:
-    "Its batch was asked for in more than one request, and the provider's answers do not say whether an earlier one was taken (an answer that never came, or a request that may not have left before a crash): it is not sent again, so that nobody gets two copies",
+    "It was in a request to the provider that may have taken it (one whose answer was lost or an error, or that may have left before a crash), and the answers do not say whether it did: it is not sent again, so that nobody gets two copies",
 };
 
 const notMailed = (member: BatchMember): Settlement =>

@@ -3,7 +3,7 @@ import { backoffSeconds } from "../lib/backoff";
 import { sha256Hex } from "../lib/crypto";
 import { type BatchMember, type Settlement, settleBatch, settleWithoutProvider } from "./batch-settlement";
 import { type Composer, composeEmail } from "./compose";
-import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChunk, recordDeliveryResults, withdrawRequestNumber } from "./deliveries.repository";
+import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChunk, recordDeliveryResults, hedgeStillAskable, withdrawRequestNumber } from "./deliveries.repository";
 import type { BatchAnswer, DeliveryError, Integration, OutboundEmail } from "./integrations/types";
 import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import { markOperationWaiting, loadOperationState } from "./send.repository";
@@ -203,7 +203,12 @@ const handOver = async (
   const answer: BatchAnswer =
     emails.length === 0
       ? { kind: "unasked" }
-      : await integration.sendBatch(emails, await batchKey(operationId, chunkIds), { beforeRequest, requestWithdrawn });
+      : await integration.sendBatch(emails, await batchKey(operationId, chunkIds), {
+          beforeRequest,
+          requestWithdrawn,
+          // A hedge asks for the request the last look numbered, while all of it is still to be asked.
+          beforeHedge: async (ids) => lastSeq !== undefined && hedgeStillAskable(d1, ids, chunkIds, lastSeq),
+        });
   if (answer.kind === "deferred") return { deferred: answer };
 
   const handedOver = new Set(emails.map((email) => email.deliveryId));

@@ -143,6 +143,24 @@ export const lookBeforeRequest = async (
 };
 
 /**
+ * Whether a second ask of request `seq` (a hedge: the same members, under the same key) may still
+ * leave: every member still queued, to be mailed (active, at its address) and in that request, and
+ * the chunk intact. A read only: a hedge shares its request's number.
+ */
+export const hedgeStillAskable = async (d1: D1Database, memberIds: string[], chunkIds: string[], seq: number): Promise<boolean> => {
+  const found = await d1
+    .prepare(
+      `SELECT (SELECT count(*) FROM deliveries d
+                WHERE d.id IN (SELECT value FROM json_each(?1)) AND d.status = 'queued' AND d.asked_seq = ?3
+                  AND EXISTS (SELECT 1 FROM subscribers s WHERE s.id = d.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(d.email))
+              ) = json_array_length(?1) AND ${chunkIntact("?2")} AS askable`,
+    )
+    .bind(JSON.stringify(memberIds), JSON.stringify(chunkIds), seq)
+    .first<{ askable: number }>();
+  return found?.askable === 1;
+};
+
+/**
  * A request the last look numbered `seq` did not leave (its slot was taken back): its members go back
  * to the number they had (`seq - 1`: a look numbers only rows of the latest request), while `seq` is
  * still the chunk's latest and the chunk intact, so that the next look gives the request that does

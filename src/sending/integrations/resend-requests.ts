@@ -60,7 +60,8 @@ type Settled =
   | { kind: "done"; outcomes: EmailOutcome[]; acceptedEarlier: boolean }
   /**
    * A 4xx: nothing in the request it answers was sent. `afterOthers`: another request of the same ask
-   * (a hedge, or the one it hedged) left too, and may have been taken without its answer arriving.
+   * (a hedge, or the one it hedged) left too and may have been taken (not answered yet, or answered
+   * with a 5xx or a timeout).
    */
   | { kind: "refused"; error: DeliveryError; afterOthers?: boolean }
   /** A 4xx naming one email of the request (strict validation): nothing in it was sent. */
@@ -88,6 +89,9 @@ const retryAfterMs = (res: Response): number | undefined => {
 
 /** A request given up because another of its batch answered first (or the batch was settled). */
 const abandoned: Retryable = { kind: "retry", error: { code: "resend_abandoned", message: "Another request for this batch answered first" } };
+
+/** A hedge that did not leave: someone in its request is no longer to be mailed. */
+const notAsked: Retryable = { kind: "retry", error: { code: "resend_hedge_not_asked", message: "A recipient of the request is no longer to be mailed" } };
 
 /**
  * Waits for the next request slot; deferred when the slot is further away than MAX_SLOT_WAIT_MS.
@@ -211,7 +215,15 @@ const request = async (config: ResendConfig, emails: OutboundEmail[], body: stri
  * lost answer costs one more slot instead of a whole timeout. When every request has failed, the
  * failure is the answer (a 429 first, for its Retry-After).
  */
-export const askIn = (config: ResendConfig, emails: OutboundEmail[], body: string, key: string, hedgeAfter: number): Promise<Reply> => {
+export const askIn = (
+  config: ResendConfig,
+  emails: OutboundEmail[],
+  body: string,
+  key: string,
+  hedgeAfter: number,
+  /** Before a hedge's slot is confirmed: whether everyone in the request is still to be asked. */
+  beforeHedge?: () => Promise<boolean>,
+): Promise<Reply> => {
   const stop = new AbortController();
   return new Promise<Reply>((resolve, reject) => {
     const failures: Retryable[] = [];
@@ -228,13 +240,22 @@ export const askIn = (config: ResendConfig, emails: OutboundEmail[], body: strin
       stop.abort();
       resolve(reply);
     };
+    // A hedge waits for a slot of its own, and looks first: one who left since the request (or a
+    // canceled send) stops it, and every later one; the request already on its way answers alone.
+    const hedgeSlot = async (): Promise<Deferred | Retryable | undefined> => {
+      let askable = true;
+      const late = await awaitSlot(config, stop.signal, beforeHedge && (async () => (askable = await beforeHedge())));
+      if (late || askable) return late;
+      hedging = false;
+      return notAsked;
+    };
     const askOnce = (slot: Promise<Deferred | Retryable | undefined>) => {
       asked++;
       pending++;
       void slot
         .then((late) => {
           if (late) return late;
-          if (hedging && asked < ASKS_PER_TRY && !stop.signal.aborted) timer = setTimeout(() => askOnce(awaitSlot(config, stop.signal)), hedgeAfter);
+          if (hedging && asked < ASKS_PER_TRY && !stop.signal.aborted) timer = setTimeout(() => askOnce(hedgeSlot()), hedgeAfter);
           if (!stop.signal.aborted) {
             left++;
             open++;
@@ -248,7 +269,7 @@ export const askIn = (config: ResendConfig, emails: OutboundEmail[], body: strin
           if (reply.kind === "refused" || reply.kind === "rejected") return finish(open > 1 ? { ...reply, afterOthers: true } : reply);
           // Rate limited, or turned away while another request under the key was in progress: not taken.
           if (reply.kind === "retry" && (reply.status === 429 || reply.error.code === "resend_concurrent_idempotent_requests")) open--;
-          if (reply.kind === "retry" && reply !== abandoned) failures.push(reply);
+          if (reply.kind === "retry" && reply !== abandoned && reply !== notAsked) failures.push(reply);
           if (reply.kind === "retry" && reply.error.code === "resend_concurrent_idempotent_requests") {
             hedging = false;
             clearTimeout(timer);

@@ -29,7 +29,7 @@ const payload = (email: OutboundEmail) => ({
 const ALWAYS = new AbortController().signal;
 
 /** One batch through its tries: who was left out of its requests, and how many requests left. */
-type BatchState = { beforeRequest: SendOptions["beforeRequest"]; requestWithdrawn: SendOptions["requestWithdrawn"]; left: Set<string>; requests: number };
+type BatchState = Pick<SendOptions, "beforeRequest" | "requestWithdrawn" | "beforeHedge"> & { left: Set<string>; requests: number };
 
 /** One request of the batch (with its hedges), and the emails it held. */
 const ask = async (config: ResendConfig, batch: BatchState, all: OutboundEmail[], key: string): Promise<{ reply: Reply; held: OutboundEmail[] } | undefined> => {
@@ -57,7 +57,9 @@ const ask = async (config: ResendConfig, batch: BatchState, all: OutboundEmail[]
   // Everyone was left out at the last look: no request.
   if (held.length === 0) return undefined;
   batch.requests++;
-  return { reply: await askIn(config, held, body, key, hedgeAfterMs()), held };
+  const { beforeHedge } = batch;
+  const ids = held.map((email) => email.deliveryId);
+  return { reply: await askIn(config, held, body, key, hedgeAfterMs(), beforeHedge && (() => beforeHedge(ids))), held };
 };
 
 /**
@@ -67,7 +69,7 @@ const ask = async (config: ResendConfig, batch: BatchState, all: OutboundEmail[]
  * request, or that the batch is to be asked again, or that nothing left.
  */
 const sendBatch = async (config: ResendConfig, emails: OutboundEmail[], key: string, options: SendOptions = {}): Promise<BatchAnswer> => {
-  const batch: BatchState = { beforeRequest: options.beforeRequest, requestWithdrawn: options.requestWithdrawn, left: new Set(), requests: 0 };
+  const batch: BatchState = { ...options, left: new Set(), requests: 0 };
   let lastError: Extract<Reply, { kind: "retry" }> | undefined;
   for (let attempt = 1; ; attempt++) {
     const asked = await ask(config, batch, emails, key);

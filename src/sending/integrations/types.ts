@@ -75,6 +75,12 @@ export type SendOptions = {
    */
   requestWithdrawn?: () => Promise<void>;
   /**
+   * Called before a second ask of a request (a hedge, made when the first has no answer yet) leaves,
+   * with the delivery ids it holds: false when one of them is no longer to be mailed (they left,
+   * the send was canceled), and then no hedge leaves.
+   */
+  beforeHedge?: (deliveryIds: string[]) => Promise<boolean>;
+  /**
    * Tries before answering `retry` (each with its backoff and its own asks): a queue step takes
    * several; a request a person waits for (a test send) one, so trouble answers in seconds.
    */
