@@ -213,6 +213,28 @@ describe("POST /webhooks/resend: what later events may change", () => {
     expect(await s.delivery(b.id)).toMatchObject({ status: "delivered", provider_message_id: "re_learnt_b" });
   });
 
+  it("a report of a message recorded outcome_unknown proves it was sent: the delivery takes the report's status, and the counts follow", async () => {
+    const s = await sentCampaign(2);
+    const [a, b] = s.deliveries as [Delivery, Delivery];
+    // As a send that could not tell whether Resend took their request leaves them: failed, no message id.
+    const unknown = JSON.stringify({ code: "outcome_unknown", message: "It was in a request to the provider that may have taken it" });
+    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = ?, provider_message_id = NULL WHERE id IN (?, ?)").bind(unknown, a.id, b.id).run();
+    await env.DB.prepare("UPDATE operations SET failed = 2, delivered = 0 WHERE campaign_id = ?").bind(s.campaign.id).run();
+
+    const delivered = await post(s.h.env, { body: event("email.delivered", "re_late_a", { tags: [{ name: "delivery_id", value: a.id }] }) });
+    expect(delivered.body.data.result).toBe("applied");
+    expect(await s.delivery(a.id)).toMatchObject({ status: "delivered", provider_message_id: "re_late_a", error: null, attempts: 1 });
+    await post(s.h.env, { body: event("email.bounced", "re_late_b", { bounce: { type: "Permanent" }, tags: [{ name: "delivery_id", value: b.id }] }) });
+    expect(await s.delivery(b.id)).toMatchObject({ status: "bounced", provider_message_id: "re_late_b", error: null });
+    expect((await s.stats()).data).toMatchObject({ delivered: 1, bounced: 1, failed: 0 });
+    const operation = (await env.DB.prepare("SELECT failed, delivered FROM operations WHERE campaign_id = ?").bind(s.campaign.id).first()) as { failed: number; delivered: number };
+    expect(operation).toEqual({ failed: 0, delivered: 2 });
+    // A delivery that failed for a reason of its own is not moved by a report.
+    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = ? WHERE id = ?").bind(JSON.stringify({ code: "resend_validation_error", message: "no" }), a.id).run();
+    expect((await post(s.h.env, { body: event("email.delivered", "re_late_a") })).body.data.result).toBe("ignored");
+    expect(await s.delivery(a.id)).toMatchObject({ status: "failed" });
+  });
+
   it("a complaint from an address that left through its unsubscribe link keeps it from coming back through that link", async () => {
     const s = await sentCampaign(1);
     const d = s.deliveries[0] as Delivery;

@@ -31,6 +31,23 @@ const moveDelivery = (status: keyof typeof rankOf) =>
   `UPDATE deliveries SET status = '${status}', updated_at = ?4
     WHERE ${OF_MESSAGE} AND status IN ('sent', 'delivered', 'bounced', 'complained') AND ${RANK} < ${rankOf[status]}`;
 
+/**
+ * A report of the message (delivered, bounced, complained) proves it was sent: a delivery recorded
+ * `outcome_unknown` (in a request Resend may have taken) is `sent` after all, and its operation's
+ * counters follow (one failed less, one handed over more). Its operation's and campaign's own
+ * statuses stay as they ended. The move the report makes comes next, as for any sent delivery.
+ */
+const SENT_AFTER_ALL: Effect[] = [
+  {
+    sql: `UPDATE deliveries SET status = 'sent', error = NULL, attempts = max(attempts, 1), updated_at = ?4
+           WHERE ${OF_MESSAGE} AND status = 'failed' AND json_extract(error, '$.code') = 'outcome_unknown'`,
+  },
+  {
+    sql: `UPDATE operations SET failed = failed - changes(), delivered = delivered + changes(), updated_at = ?4
+           WHERE changes() > 0 AND id = (SELECT operation_id FROM deliveries WHERE provider_message_id = ?2)`,
+  },
+];
+
 /** One change an event makes, and the outgoing event (outbox) that reports it when it applies. */
 type Effect = { sql: string; event?: EventSpec };
 
@@ -41,9 +58,10 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
   const subscriber = sql`(SELECT subscriber_id FROM deliveries WHERE provider_message_id = ${emailId})`;
   switch (event.type) {
     case "email.delivered":
-      return [{ sql: moveDelivery("delivered") }];
+      return [...SENT_AFTER_ALL, { sql: moveDelivery("delivered") }];
     case "email.bounced": {
       const effects: Effect[] = [
+        ...SENT_AFTER_ALL,
         // The move to `bounced` carries the bounce's type; afterwards only a Permanent bounce
         // replaces a softer one (never the other way round, never on a complained delivery). Either
         // is a change of the delivery, reported by its event.
@@ -70,6 +88,7 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
     }
     case "email.complained":
       return [
+        ...SENT_AFTER_ALL,
         { sql: moveDelivery("complained"), event: { type: "delivery.complained", resource: "delivery", id: delivery } },
         {
           sql: `UPDATE subscribers SET status = 'unsubscribed', status_source = 'complaint', updated_at = ?4
