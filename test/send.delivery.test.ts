@@ -269,10 +269,30 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     });
     await h.drain();
 
-    expect(resend.calls.map((call) => call.status)).toEqual(["abandoned", 422]);
+    // The refusal waits for the first request's answer, which never comes (its timeout).
+    expect(resend.calls.map((call) => call.status)).toEqual(["timeout", 422]);
     expectEachMailedOnce(resend, 3);
     const deliveries = await allDeliveries(h.t, campaign.id);
     expect(deliveries.map((d) => d.error?.code)).toEqual(["outcome_unknown", "outcome_unknown", "outcome_unknown"]);
+  });
+
+  it("a strict 4xx answering a second ask is proof once the first request is refused too: the named delivery fails, the rest is sent", async () => {
+    const { h, resend, campaign } = await resendSend({
+      recipients: 3,
+      faults: [
+        // The first request answers late, after its second ask was refused: refused as well, so nothing was taken.
+        { ...strict422, delayMs: HEDGE_AFTER_MS + 800 },
+        { ...strict422, delayMs: 100 },
+      ],
+      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
+    });
+    await h.drain();
+
+    expect(resend.calls.slice(0, 2).map((call) => call.status)).toEqual([422, 422]);
+    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", error: { code: "resend_validation_error" } });
+    expect(deliveries.filter((d) => d.email !== "bad@invalid.example").map((d) => d.status)).toEqual(["sent", "sent"]);
   });
 
   it("a strict 4xx after requests whose answers were lost mails nobody twice: one of those may have been taken, so nobody is sent again", async () => {

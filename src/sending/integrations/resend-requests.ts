@@ -60,8 +60,8 @@ type Settled =
   | { kind: "done"; outcomes: EmailOutcome[]; acceptedEarlier: boolean }
   /**
    * A 4xx: nothing in the request it answers was sent. `afterOthers`: another request of the same ask
-   * (a hedge, or the one it hedged) left too and may have been taken (not answered yet, or answered
-   * with a 5xx or a timeout).
+   * (a hedge, or the one it hedged) left too and may have been taken (answered with a 5xx, or timed
+   * out; a refusal waits for the answers of the others on their way).
    */
   | { kind: "refused"; error: DeliveryError; afterOthers?: boolean }
   /** A 4xx naming one email of the request (strict validation): nothing in it was sent. */
@@ -230,8 +230,12 @@ export const askIn = (
     let asked = 0;
     /** Requests that left for Resend (an ask whose slot never came, or came too late, did not). */
     let left = 0;
-    /** Of those, the ones Resend may have taken: not (yet) answered with a 429 or a refusal. */
-    let open = 0;
+    /** Of those, the ones still on their way. */
+    let inFlight = 0;
+    /** Of those, the ones answered in a way that does not say they were not taken (a 5xx, a timeout, a lost connection). */
+    let uncertain = 0;
+    /** The first refusal (a 4xx) of a request of the ask: proof only once no other request may have been taken. */
+    let refusal: Extract<Reply, { kind: "refused" | "rejected" }> | undefined;
     let pending = 0;
     let hedging = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -252,23 +256,39 @@ export const askIn = (
     const askOnce = (slot: Promise<Deferred | Retryable | undefined>) => {
       asked++;
       pending++;
+      let leaves = false;
       void slot
         .then((late) => {
           if (late) return late;
+          // A refusal is awaiting the others' answers: no new request.
+          if (refusal) return notAsked;
           if (hedging && asked < ASKS_PER_TRY && !stop.signal.aborted) timer = setTimeout(() => askOnce(hedgeSlot()), hedgeAfter);
           if (!stop.signal.aborted) {
+            leaves = true;
             left++;
-            open++;
+            inFlight++;
           }
           return request(config, emails, body, key, stop.signal);
         })
         .then((reply) => {
           pending--;
+          if (leaves) inFlight--;
           if (reply.kind === "done") return finish(reply);
-          // A refusal took nothing: another request of the ask that may have been taken makes it no proof.
-          if (reply.kind === "refused" || reply.kind === "rejected") return finish(open > 1 ? { ...reply, afterOthers: true } : reply);
-          // Rate limited, or turned away while another request under the key was in progress: not taken.
-          if (reply.kind === "retry" && (reply.status === 429 || reply.error.code === "resend_concurrent_idempotent_requests")) open--;
+          if (reply.kind === "refused" || reply.kind === "rejected") {
+            // A refusal took nothing; another request of the ask still on its way decides whether it is proof.
+            refusal ??= reply;
+            hedging = false;
+            clearTimeout(timer);
+          } else if (leaves && reply.kind === "retry" && reply.status !== 429 && reply.error.code !== "resend_concurrent_idempotent_requests") {
+            // (Rate limited, or turned away while another request under the key was in progress: not taken.)
+            uncertain++;
+          }
+          if (refusal) {
+            // Proof once nobody else may have been taken; none at all once one may have been.
+            if (uncertain > 0) return finish({ ...refusal, afterOthers: true });
+            if (inFlight === 0) return finish(refusal);
+            return;
+          }
           if (reply.kind === "retry" && reply !== abandoned && reply !== notAsked) failures.push(reply);
           if (reply.kind === "retry" && reply.error.code === "resend_concurrent_idempotent_requests") {
             hedging = false;
