@@ -8,7 +8,7 @@ import type { Db } from "./client";
  * build a response from. A page stops before the item that would take it over (it always holds at
  * least one) and says `has_more`, so `limit` is the most a page holds, as it always was.
  */
-export const PAGE_CHARACTERS = 4_000_000;
+const PAGE_CHARACTERS = 4_000_000;
 
 /**
  * One page of `table`, newest first: the first `take` rows that `where` selects, cut before the row

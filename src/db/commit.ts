@@ -21,7 +21,7 @@ import type { AppEnv } from "../lib/types";
  * batch, replayed through its serializer), or a body computed before it (only for a request with no
  * statements: nothing then decides whether it applied).
  */
-export type Answer = { status: 200 | 201 | 202; resource: ResourceKind; id: string } | { status: 200 | 201 | 202; body: unknown };
+type Answer = { status: 200 | 201 | 202; resource: ResourceKind; id: string } | { status: 200 | 201 | 202; body: unknown };
 
 /**
  * The one write path: a request's statements commit in ONE D1 batch (one round trip, atomic),
