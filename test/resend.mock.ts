@@ -49,6 +49,17 @@ export const mockResend = (options: { rps?: number } = {}) => {
   const inProgress = new Set<string>();
   let nextId = 0;
 
+  /** No answer until the client gives up: the call ends `timeout` at the client's timeout, `abandoned` when it aborts. */
+  const answerNever = (call: Call, signal: AbortSignal | null | undefined) => {
+    call.status = "hanging";
+    return new Promise<Response>((_, reject) => {
+      signal?.addEventListener("abort", () => {
+        call.status = signal.reason instanceof DOMException && signal.reason.name === "TimeoutError" ? "timeout" : "abandoned";
+        reject(signal.reason);
+      });
+    });
+  };
+
   const answer = (status: number, body: unknown, headers: Record<string, string> = {}) =>
     new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 
@@ -83,14 +94,7 @@ export const mockResend = (options: { rps?: number } = {}) => {
       inProgress.delete(key);
     }
     if (fault.kind === "stall") {
-      call.status = "hanging";
-      const signal = init?.signal;
-      return new Promise<Response>((_, reject) => {
-        signal?.addEventListener("abort", () => {
-          call.status = signal.reason instanceof DOMException && signal.reason.name === "TimeoutError" ? "timeout" : "abandoned";
-          reject(signal.reason);
-        });
-      });
+      return answerNever(call, init?.signal);
     }
     if (fault.kind === "network") {
       call.status = "network";
@@ -127,14 +131,7 @@ export const mockResend = (options: { rps?: number } = {}) => {
       throw new DOMException("The operation was aborted due to timeout", "TimeoutError");
     }
     if (fault.kind === "hang") {
-      call.status = "hanging";
-      const signal = init?.signal;
-      return new Promise<Response>((_, reject) => {
-        signal?.addEventListener("abort", () => {
-          call.status = signal.reason instanceof DOMException && signal.reason.name === "TimeoutError" ? "timeout" : "abandoned";
-          reject(signal.reason);
-        });
-      });
+      return answerNever(call, init?.signal);
     }
     return answer(result.status, result.body);
   });

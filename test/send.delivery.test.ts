@@ -8,6 +8,17 @@ import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign, createNewsletter } from "./send.fixtures";
 import { everyTry, expectEachMailedOnce, expectSentAsResendAnswered, harness, operationOf, resendSend, send, setStatus } from "./send.harness";
 
+/** Three recipients, the second at an address Resend refuses (named `emails[1]` in a strict 422). */
+const oneBadAddress = (i: number) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` });
+
+/** Only the named delivery failed, with Resend's reason; the two others were each mailed once and are sent. */
+const expectOnlyTheNamedFailed = async (h: Awaited<ReturnType<typeof resendSend>>["h"], resend: ReturnType<typeof mockResend>, campaignId: string) => {
+  expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
+  const deliveries = await allDeliveries(h.t, campaignId);
+  expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", error: { code: "resend_validation_error" } });
+  expect(deliveries.filter((d) => d.email !== "bad@invalid.example").map((d) => d.status)).toEqual(["sent", "sent"]);
+};
+
 // Delivery through Resend, driven message by message (send.harness.ts) against its stand-in
 // (resend.mock.ts): batching, pacing, partial failure, refusals.
 
@@ -203,7 +214,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     const { h, resend, campaign, op } = await resendSend({
       recipients: 3,
       faults: [{ kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" }, ...then],
-      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
+      fields: oneBadAddress,
     });
     await h.drain();
 
@@ -225,16 +236,13 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
       // The first slot is taken back (a 429 paused the account past it) after its look numbered the request.
       confirm: async (at) => (refusals-- > 0 ? null : Math.max(at, Date.now())),
       faults: [{ kind: "status", status: 422, name: "validation_error", message: "emails[1].to: Invalid `to` field" }],
-      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
+      fields: oneBadAddress,
     });
     await h.drain();
 
     // Resend's refusal of the one request that left is about that request alone: the named delivery
     // fails with its reason, the others go out in a batch of their own (not outcome_unknown).
-    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
-    const deliveries = await allDeliveries(h.t, campaign.id);
-    expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", error: { code: "resend_validation_error" } });
-    expect(deliveries.filter((d) => d.email !== "bad@invalid.example").map((d) => d.status)).toEqual(["sent", "sent"]);
+    await expectOnlyTheNamedFailed(h, resend, campaign.id);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
   });
 
@@ -249,15 +257,12 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     const { h, resend, campaign, op } = await resendSend({
       recipients: 3,
       faults,
-      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
+      fields: oneBadAddress,
     });
     await h.drain();
 
     expect(resend.calls.slice(0, 2).map((call) => call.status)).toEqual([429, 422]);
-    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
-    const deliveries = await allDeliveries(h.t, campaign.id);
-    expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", error: { code: "resend_validation_error" } });
-    expect(deliveries.filter((d) => d.email !== "bad@invalid.example").map((d) => d.status)).toEqual(["sent", "sent"]);
+    await expectOnlyTheNamedFailed(h, resend, campaign.id);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3, delivered: 2, failed: 1 } });
   });
 
@@ -284,15 +289,12 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
         { ...strict422, delayMs: HEDGE_AFTER_MS + 800 },
         { ...strict422, delayMs: 100 },
       ],
-      fields: (i) => ({ email: i === 1 ? "bad@invalid.example" : `ok${i}@example.com` }),
+      fields: oneBadAddress,
     });
     await h.drain();
 
     expect(resend.calls.slice(0, 2).map((call) => call.status)).toEqual([422, 422]);
-    expect(resend.received.map((r) => r.to[0]).sort()).toEqual(["ok0@example.com", "ok2@example.com"]);
-    const deliveries = await allDeliveries(h.t, campaign.id);
-    expect(deliveries.find((d) => d.email === "bad@invalid.example")).toMatchObject({ status: "failed", error: { code: "resend_validation_error" } });
-    expect(deliveries.filter((d) => d.email !== "bad@invalid.example").map((d) => d.status)).toEqual(["sent", "sent"]);
+    await expectOnlyTheNamedFailed(h, resend, campaign.id);
   });
 
   it("a strict 4xx after requests whose answers were lost mails nobody twice: one of those may have been taken, so nobody is sent again", async () => {

@@ -6,6 +6,7 @@ import { idPrefixes, newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
 import { type DeliveryError, type EmailOutcome, noOutcome } from "../sending/integrations/types";
+import { outcomeUnknown } from "../sending/batch-settlement";
 import { chooseIntegration } from "../sending/producer";
 import { loadMessageContext } from "../sending/send.repository";
 import { findSubscriber } from "../subscribers/subscribers.repository";
@@ -65,10 +66,10 @@ export const previewEmail = async (
   };
 };
 
-/** A test message Resend may have taken in another request of its ask (not answered, or answered with an error). */
+/** A test message Resend may have taken in another request of its ask (one that timed out or answered 5xx). */
 const mayHaveBeenSent = (last: DeliveryError): DeliveryError => ({
-  code: "outcome_unknown",
-  message: `Resend may have taken this message in another request of the test send (not answered, or answered with an error); it was not sent again, so that nobody gets two copies (its last answer: ${last.message})`,
+  code: outcomeUnknown.code,
+  message: `Resend may have taken this message in another request of the test send (one that timed out or answered with an error); it was not sent again, so that nobody gets two copies (its last answer: ${last.message})`,
 });
 
 /** Sends the sample subscriber's message, subject prefixed `[Test] `, to each address; records nothing. */
@@ -118,7 +119,7 @@ export const testSend = async (
         answer.kind === "answered"
           ? answer.outcomes.get(e.deliveryId)
           : answer.kind === "refused" || answer.kind === "rejected"
-            ? // After an ask beside it that may have been taken unanswered, the refusal proves nothing:
+            ? // After an ask beside it that may have been taken (timed out, or a 5xx), the refusal proves nothing:
               // the message may have gone out, and it is not sent again (a split could mail it twice).
               { kind: "failed" as const, error: answer.earlierMayBeTaken ? mayHaveBeenSent(answer.error) : answer.error }
             : undefined;

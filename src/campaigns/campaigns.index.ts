@@ -12,7 +12,6 @@ import { validateCampaignContent } from "../content";
 import { previewEmail, testSend } from "./campaign-mail";
 import {
   archiveCampaignRow,
-  archivableStatuses,
   cancelSendStatements,
   type CampaignChanges,
   editableStatuses,
@@ -153,7 +152,7 @@ export const campaignsRouter = createRouter()
     // Archived already: nothing to change.
     if (campaign.status === "archived") return c.json(envelope(serializeCampaign(campaign)), 200);
     const hint = campaign.status === "scheduled" ? " (unschedule it first)" : " (wait for its send to end)";
-    throw new ApiError("campaign_not_editable", `Only a ${archivableStatuses.join(", ").replace(/, (\w+)$/, " or $1")} campaign can be archived; this one is ${campaign.status}${hint}`);
+    throw new ApiError("campaign_not_editable", `Only a draft, sent or failed campaign can be archived; this one is ${campaign.status}${hint}`);
   })
   .openapi(cancelCampaignSend, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

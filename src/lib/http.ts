@@ -21,7 +21,7 @@ export const listScope = (base: string, filters: Record<string, unknown> = {}): 
 };
 
 /** Which page of which list: the list's base and filters make the cursor's scope (see listScope). */
-export type PageRequest = { list: string; filters?: Record<string, unknown>; after: string | undefined; limit: number };
+type PageRequest = { list: string; filters?: Record<string, unknown>; after: string | undefined; limit: number };
 
 /** What a page read returns: its rows, and whether rows were left out for their size (boundedPage). */
 type PageRows<Row> = Row[] | { rows: Row[]; truncated: boolean };

@@ -8,7 +8,7 @@ const writers: Record<Level, (line: string) => void> = {
 };
 
 /** What a log line says of an error: its name and message (never a stack). */
-export const describeError = (err: unknown) => (err instanceof Error ? { name: err.name, message: err.message } : String(err));
+const describeError = (err: unknown) => (err instanceof Error ? { name: err.name, message: err.message } : String(err));
 
 /** One JSON line, printed at its level: the level, the event, its fields, and the error (if any). */
 export const log = (level: Level, event: string, fields: Record<string, unknown>, err?: unknown): void =>

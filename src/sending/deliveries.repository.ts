@@ -95,6 +95,10 @@ const chunkIntact = (chunkParam: string, settlingAt?: string) =>
   `(SELECT count(*) FROM deliveries c WHERE c.id IN (SELECT value FROM json_each(${chunkParam}))
       AND (c.status = 'queued'${settlingAt ? ` OR c.updated_at = ${settlingAt}` : ""})) = json_array_length(${chunkParam})`;
 
+/** SQL: the delivery (its table aliased `d`) is still to be mailed: its subscriber active, at the delivery's address. */
+const mailable = (d: string) =>
+  `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = ${d}.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(${d}.email))`;
+
 /**
  * The last look before a batch request leaves, in one atomic batch: the request's members still to
  * be mailed (the subscriber active, at the delivery's address) and still in the batch's latest
@@ -110,8 +114,6 @@ export const lookBeforeRequest = async (
   chunkIds: string[],
 ): Promise<{ seq: number | undefined; gone: { id: string; active: boolean }[]; behind: string[]; seqs: Map<string, number> }> => {
   const members = new Set(memberIds);
-  const mailable = (d: string) =>
-    `EXISTS (SELECT 1 FROM subscribers s WHERE s.id = ${d}.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(${d}.email))`;
   const chunk = `(SELECT value FROM json_each(?2))`;
   const [numbered, looked] = await d1.batch<{ id: string; asked_seq: number; active: number; mailable: number }>([
     // (The numbers are read once, before any row is written: SQLite evaluates an uncorrelated subquery once.)
@@ -152,7 +154,7 @@ export const hedgeStillAskable = async (d1: D1Database, memberIds: string[], chu
     .prepare(
       `SELECT (SELECT count(*) FROM deliveries d
                 WHERE d.id IN (SELECT value FROM json_each(?1)) AND d.status = 'queued' AND d.asked_seq = ?3
-                  AND EXISTS (SELECT 1 FROM subscribers s WHERE s.id = d.subscriber_id AND s.status = 'active' AND lower(s.email) = lower(d.email))
+                  AND ${mailable("d")}
               ) = json_array_length(?1) AND ${chunkIntact("?2")} AS askable`,
     )
     .bind(JSON.stringify(memberIds), JSON.stringify(chunkIds), seq)

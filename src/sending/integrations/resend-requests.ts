@@ -244,13 +244,17 @@ export const askIn = (
       stop.abort();
       resolve(reply);
     };
+    const stopHedging = () => {
+      hedging = false;
+      clearTimeout(timer);
+    };
     // A hedge waits for a slot of its own, and looks first: one who left since the request (or a
     // canceled send) stops it, and every later one; the request already on its way answers alone.
     const hedgeSlot = async (): Promise<Deferred | Retryable | undefined> => {
       let askable = true;
       const late = await awaitSlot(config, stop.signal, beforeHedge && (async () => (askable = await beforeHedge())));
       if (late || askable) return late;
-      hedging = false;
+      stopHedging();
       return notAsked;
     };
     const askOnce = (slot: Promise<Deferred | Retryable | undefined>) => {
@@ -277,8 +281,7 @@ export const askIn = (
           if (reply.kind === "refused" || reply.kind === "rejected") {
             // A refusal took nothing; another request of the ask still on its way decides whether it is proof.
             refusal ??= reply;
-            hedging = false;
-            clearTimeout(timer);
+            stopHedging();
           } else if (leaves && reply.kind === "retry" && reply.status !== 429 && reply.error.code !== "resend_concurrent_idempotent_requests") {
             // (Rate limited, or turned away while another request under the key was in progress: not taken.)
             uncertain++;
@@ -290,10 +293,7 @@ export const askIn = (
             return;
           }
           if (reply.kind === "retry" && reply !== abandoned && reply !== notAsked) failures.push(reply);
-          if (reply.kind === "retry" && reply.error.code === "resend_concurrent_idempotent_requests") {
-            hedging = false;
-            clearTimeout(timer);
-          }
+          if (reply.kind === "retry" && reply.error.code === "resend_concurrent_idempotent_requests") stopHedging();
           if (pending === 0) {
             const last = failures.find((r) => r.status === 429) ?? failures[0] ?? reply;
             const untaken = left > 0 && failures.length === left && failures.every((r) => r.status === 429);
