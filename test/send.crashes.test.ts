@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { lookBeforeRequest, recordDeliveryResults } from "../src/sending/deliveries.repository";
 import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE } from "../src/sending/fanout";
-import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
+import { RESEND_KEY_LIFETIME_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
 import { loadOperationState } from "../src/sending/send.repository";
 import { seedSubscribers } from "./helpers";
@@ -34,6 +34,32 @@ describe("crashes and redelivery", () => {
     expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
     expect(resend.received).toHaveLength(100);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 100, delivered: 100, failed: 0 } });
+  });
+
+  it("a batch first asked longer ago than Resend keeps its key is never asked under it again: those it held end outcome_unknown, the rest go in a batch of their own", async () => {
+    const { h, resend, campaign, op } = await resendSend({ recipients: 4, faults: everyTry({ kind: "network" }) });
+    await h.step(); // start
+    await h.step(); // fan-out
+    await h.step(); // the chunk: every try fails to connect (Resend may have taken one); its message is retried
+    const [first] = resend.calls;
+    expect(resend.calls).toHaveLength(TRIES_PER_STEP);
+    const asked = await env.DB.prepare(`SELECT id, first_asked_at FROM deliveries WHERE campaign_id = ? ORDER BY id`).bind(campaign.id).all<{ id: string; first_asked_at: number }>();
+    expect(asked.results.every((r) => Math.abs(r.first_asked_at - (first?.at ?? 0)) < 5_000)).toBe(true);
+    // The retry comes a day later (Resend paused the account, say): one of them had never been asked.
+    const [never, ...held] = asked.results.map((r) => r.id);
+    await env.DB.prepare(`UPDATE deliveries SET first_asked_at = first_asked_at - ? WHERE campaign_id = ?`).bind(RESEND_KEY_LIFETIME_MS, campaign.id).run();
+    await env.DB.prepare(`UPDATE deliveries SET asked_seq = 0, first_asked_at = NULL WHERE id = ?`).bind(never).run();
+    await h.drain();
+
+    // Nothing more under the old key; the one never asked went under a key of its own.
+    expect(resend.calls.slice(TRIES_PER_STEP).map((c) => c.key)).toEqual([expect.not.stringMatching(first?.key ?? "")]);
+    expect(resend.received.map((m) => m.tags?.find((t) => t.name === "delivery_id")?.value)).toEqual([never]);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    for (const d of deliveries.filter((d) => held.includes(d.id))) {
+      expect(d).toMatchObject({ status: "failed", error: { code: "outcome_unknown", message: expect.stringContaining("older than the provider keeps its key") } });
+    }
+    expect(deliveries.find((d) => d.id === never)).toMatchObject({ status: "sent" });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 4, delivered: 1, failed: 3 } });
   });
 
   it("a consumer that dies after Resend answered and before recording: redelivery asks under the same key, nobody mailed twice", async () => {
@@ -334,7 +360,7 @@ describe("two runners of one chunk (a queue message delivered twice)", () => {
     // Another runner's request held a and b (x was away then).
     await env.DB.prepare(`UPDATE deliveries SET asked_seq = 1 WHERE id IN (?, ?)`).bind(a, b).run();
     // This runner read the chunk before that and would ask for all three.
-    const look = await lookBeforeRequest(env.DB, [a, b, x], ids);
+    const look = await lookBeforeRequest(env.DB, [a, b, x], ids, Date.now());
     expect(look).toMatchObject({ seq: 2, gone: [], behind: [x] });
     expect(await seqOf()).toEqual({ [a]: 2, [b]: 2, [x]: 0 });
     // It settles by every row's number as the look left it, not as it read them.
@@ -348,7 +374,7 @@ describe("two runners of one chunk (a queue message delivered twice)", () => {
     if (!op) throw new Error("no operation");
     // Another runner failed x (a strict 4xx naming it) and held a and b for a batch of their own.
     await env.DB.prepare(`UPDATE deliveries SET status = 'failed' WHERE id = ?`).bind(x).run();
-    const look = await lookBeforeRequest(env.DB, [a, b, x], ids);
+    const look = await lookBeforeRequest(env.DB, [a, b, x], ids, Date.now());
     expect(look).toMatchObject({ seq: undefined, gone: [] });
     expect([...look.behind].sort()).toEqual([a, b, x].sort());
     expect(await seqOf()).toEqual({ [a]: 0, [b]: 0, [x]: 0 });

@@ -236,6 +236,12 @@ export const deliveries = sqliteTable(
      */
     askedSeq: integer().notNull().default(0),
     /**
+     * When the first request of its batch was numbered (epoch ms; null: none yet). The provider keeps
+     * a batch's idempotency key for 24 hours: a batch whose first request is older than that is never
+     * asked again under it (src/sending/deliver.ts, KEY_LIFETIME_MS).
+     */
+    firstAskedAt: integer(),
+    /**
      * The subscriber id of the last member of the provider batch (chunk) this delivery was planned
      * in: every later read of its chunk, however its work message came (redelivery, the sweeper),
      * takes the same rows, so the batch is asked for under the same idempotency key.

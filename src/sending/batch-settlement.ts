@@ -75,6 +75,23 @@ const unknown = (member: BatchMember, error?: DeliveryError): Settlement => ({
   attempted: error !== undefined && member.inLastRequest,
 });
 
+/**
+ * The provider may no longer know the batch's key (its first request was made longer ago than the
+ * integration's key lifetime): a request under it could send again what an earlier one took, so the
+ * batch is never asked again. Those in an earlier request end `outcome_unknown`; the others were in
+ * none, and are held for a batch (and a key) of their own.
+ */
+export const settleExpiredKey = (members: Pick<BatchMember, "askedSeq">[]): Settlement[] =>
+  members.map((m) =>
+    m.askedSeq === 0
+      ? { kind: "held" }
+      : {
+          kind: "failed",
+          error: { code: outcomeUnknown.code, message: `${outcomeUnknown.message} (the batch's first request is older than the provider keeps its key, so it is not asked again)` },
+          attempted: false,
+        },
+  );
+
 /** Whether the batch has made one request at most (numbered 1, or not numbered: no look): none before it could have been taken. */
 const firstRequest = (lastSeq: number | undefined) => lastSeq === undefined || lastSeq <= 1;
 

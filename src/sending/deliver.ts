@@ -1,7 +1,7 @@
 import { TemplateError } from "../content";
 import { backoffSeconds } from "../lib/backoff";
 import { sha256Hex } from "../lib/crypto";
-import { type BatchMember, type Settlement, settleBatch, settleWithoutProvider } from "./batch-settlement";
+import { type BatchMember, type Settlement, settleBatch, settleExpiredKey, settleWithoutProvider } from "./batch-settlement";
 import { type Composer, composeEmail } from "./compose";
 import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChunk, recordDeliveryResults, hedgeStillAskable, withdrawRequestNumber } from "./deliveries.repository";
 import type { BatchAnswer, DeliveryError, Integration, OutboundEmail } from "./integrations/types";
@@ -78,10 +78,11 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
   if (integration && !composer) throw new Error(`campaign ${op.campaignId} of operation ${op.id} has no message context`);
 
   const latest = Math.max(0, ...rows.map((row) => row.askedSeq));
-  const settled =
-    integration && composer
-      ? await handOver(deps.d1, integration, composer, op.id, rows, latest)
-      : { settlements: settleWithoutProvider(rows, notConfigured(op.deliveryIntegration)), lastSeq: latest };
+  const settled = !integration || !composer
+    ? { settlements: settleWithoutProvider(rows, notConfigured(op.deliveryIntegration)), lastSeq: latest }
+    : keyExpired(integration, rows, deps.now())
+      ? { settlements: settleExpiredKey(rows), lastSeq: latest }
+      : await handOver(deps, integration, composer, op.id, rows, latest);
   if ("deferred" in settled) {
     // Nothing was handed over (no provider slot soon enough): the rows stay as they are, and a fresh
     // message asks again later, so waiting for the provider's rate costs no attempt and no retry of
@@ -112,6 +113,12 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
   else if (more) await enqueue(deps, [{ type: "deliver", operation_id: op.id, from: chunkEnd ?? rows.at(-1)?.subscriberId ?? from, to }]);
 };
 
+/** Whether the chunk's first request is older than the integration keeps a batch's key (src/db/schema.ts, first_asked_at). */
+const keyExpired = (integration: Integration, rows: QueuedDelivery[], now: number): boolean => {
+  const firstAsked = Math.min(...rows.map((row) => row.firstAskedAt ?? Infinity));
+  return integration.keyLifetimeMs !== undefined && now - firstAsked >= integration.keyLifetimeMs;
+};
+
 /**
  * The provider's key for a chunk: its operation, first and last delivery, and a digest of every
  * delivery in it. A retried or redelivered message reads the same queued rows, so it asks under the
@@ -131,7 +138,7 @@ const batchKey = async (operationId: string, deliveryIds: string[]): Promise<str
  * latest request (fewer, never more).
  */
 const handOver = async (
-  d1: D1Database,
+  { d1, now }: Pick<StepDeps, "d1" | "now">,
   integration: Integration,
   composer: Composer,
   operationId: string,
@@ -180,7 +187,7 @@ const handOver = async (
   // The last request before the one the latest look numbered, for a withdrawal to go back to.
   let beforeLook: number | undefined;
   const beforeRequest = async (ids: string[]) => {
-    const look = await lookBeforeRequest(d1, ids, chunkIds);
+    const look = await lookBeforeRequest(d1, ids, chunkIds, now());
     for (const gone of look.gone) local.set(gone.id, gone.active ? recipientChanged : recipientInactive);
     // Every row's number as the look left it (another runner may have numbered some since the read).
     for (const [id, seq] of look.seqs) askedSeq.set(id, seq);

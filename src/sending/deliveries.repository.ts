@@ -19,6 +19,8 @@ export type QueuedDelivery = {
   sameAddress: boolean;
   /** The latest provider request of its batch that held it (deliveries.asked_seq; 0: none). */
   askedSeq: number;
+  /** When the first request of its batch was numbered (deliveries.first_asked_at; null: none). */
+  firstAskedAt: number | null;
   fields: SubscriberFields;
 };
 
@@ -47,7 +49,7 @@ export const queuedChunk = async (
           WHERE campaign_id = ?1 AND subscriber_id > ?2 AND (?3 IS NULL OR subscriber_id <= ?3) AND status = 'queued'
           ORDER BY subscriber_id LIMIT 1
        )
-       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.asked_seq, d.chunk_end, first.more,
+       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.asked_seq, d.first_asked_at, d.chunk_end, first.more,
               coalesce(s.status = 'active', 0) AS active, coalesce(lower(s.email) = lower(d.email), 0) AS same_address,
               s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
@@ -64,6 +66,7 @@ export const queuedChunk = async (
         email: string;
         attempts: number;
         asked_seq: number;
+        first_asked_at: number | null;
         chunk_end: string | null;
         more: number;
         active: number;
@@ -78,6 +81,7 @@ export const queuedChunk = async (
     active: r.active === 1,
     sameAddress: r.same_address === 1,
     askedSeq: r.asked_seq,
+    firstAskedAt: r.first_asked_at,
     fields: subscriberFields(r),
   }));
   const [first] = results;
@@ -112,6 +116,7 @@ export const lookBeforeRequest = async (
   d1: D1Database,
   memberIds: string[],
   chunkIds: string[],
+  now: number,
 ): Promise<{ seq: number | undefined; gone: { id: string; active: boolean }[]; behind: string[]; seqs: Map<string, number> }> => {
   const members = new Set(memberIds);
   const chunk = `(SELECT value FROM json_each(?2))`;
@@ -119,12 +124,12 @@ export const lookBeforeRequest = async (
     // (The numbers are read once, before any row is written: SQLite evaluates an uncorrelated subquery once.)
     d1
       .prepare(
-        `UPDATE deliveries SET asked_seq = (SELECT max(asked_seq) + 1 FROM deliveries WHERE id IN ${chunk})
+        `UPDATE deliveries SET asked_seq = (SELECT max(asked_seq) + 1 FROM deliveries WHERE id IN ${chunk}), first_asked_at = coalesce(first_asked_at, ?3)
           WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued' AND ${mailable("deliveries")}
             AND asked_seq = (SELECT max(asked_seq) FROM deliveries WHERE id IN ${chunk}) AND ${chunkIntact("?2")}
          RETURNING id, asked_seq`,
       )
-      .bind(JSON.stringify(memberIds), JSON.stringify(chunkIds)),
+      .bind(JSON.stringify(memberIds), JSON.stringify(chunkIds), now),
     d1
       .prepare(
         `SELECT d.id, d.asked_seq, coalesce((SELECT s.status = 'active' FROM subscribers s WHERE s.id = d.subscriber_id), 0) AS active, ${mailable("d")} AS mailable
@@ -172,7 +177,7 @@ export const withdrawRequestNumber = async (d1: D1Database, chunkIds: string[], 
   const chunk = `(SELECT value FROM json_each(?1))`;
   const { results } = await d1
     .prepare(
-      `UPDATE deliveries SET asked_seq = ?2 - 1
+      `UPDATE deliveries SET asked_seq = ?2 - 1, first_asked_at = CASE WHEN ?2 = 1 THEN NULL ELSE first_asked_at END
         WHERE id IN ${chunk} AND asked_seq = ?2
           AND (SELECT max(asked_seq) FROM deliveries WHERE id IN ${chunk}) = ?2 AND ${chunkIntact("?1")}
        RETURNING id`,
@@ -255,7 +260,7 @@ export const recordDeliveryResults = async (
   if (results.held.length > 0) {
     statements.push(
       d1
-        .prepare(`UPDATE deliveries SET asked_seq = 0, updated_at = ?2 WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued' AND ${ours}`)
+        .prepare(`UPDATE deliveries SET asked_seq = 0, first_asked_at = NULL, updated_at = ?2 WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'queued' AND ${ours}`)
         .bind(JSON.stringify(results.held), now, chunkIds, chunk.seq),
     );
   }

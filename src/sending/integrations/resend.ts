@@ -8,6 +8,11 @@ import { type BatchAnswer, type Integration, noOutcome, type OutboundEmail, type
 // up to: its tries, who is left out of which request, and the batch's answer.
 
 const RESEND_BATCH_SIZE = 100;
+/**
+ * Resend keeps an idempotency key for 24 hours; a batch is asked again under its key only within 23
+ * of its first request (an hour's margin for clocks and a request's own time).
+ */
+export const RESEND_KEY_LIFETIME_MS = 23 * 60 * 60 * 1000;
 /** Tries of one batch within one queue message before the message itself is retried with backoff. */
 export const TRIES_PER_STEP = 3;
 
@@ -123,5 +128,5 @@ export const resendIntegration = (
     rps: resendRate(env).rps,
     pacer,
   };
-  return { slug: "resend", chunkSize: RESEND_BATCH_SIZE, sendBatch: (emails, key, options) => sendBatch(config, emails, key, options) };
+  return { slug: "resend", chunkSize: RESEND_BATCH_SIZE, keyLifetimeMs: RESEND_KEY_LIFETIME_MS, sendBatch: (emails, key, options) => sendBatch(config, emails, key, options) };
 };

@@ -92,6 +92,12 @@ export interface Integration {
   /** Deliveries handed over per queue message: one provider batch at most. */
   readonly chunkSize: number;
   /**
+   * How long after a batch's first request the provider still answers for its idempotency key (with
+   * a margin): a batch asked first longer ago than this is never asked again under that key, since the
+   * provider may have forgotten it and would send what it already took. Unset: keys do not expire.
+   */
+  readonly keyLifetimeMs?: number;
+  /**
    * Set only by an integration whose hand-over involves no I/O and cannot fail (sandbox): the
    * outcome is known before the delivery exists, so the fan-out creates each delivery already
    * `sent`, with the provider message id this returns, in the very statement that creates it.
