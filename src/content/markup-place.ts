@@ -1,4 +1,5 @@
-import { lastBefore, maskedSource, rangeAt, scanTag, type TagEnd, UNKNOWN } from "./markup-reader";
+import { maskedSource } from "./liquid-mask";
+import { lastBefore, rangeAt, scanTag, type TagEnd, UNKNOWN } from "./markup-reader";
 
 // Where each value a campaign's html prints lands in its markup: text, an attribute value (quoted or
 // not, a URL whose scheme the template has not fixed yet, before or after its colon), CSS (a style
