@@ -1,0 +1,140 @@
+import fc from "fast-check";
+import { Token, TokenKind } from "liquidjs";
+import { describe, expect, it } from "vitest";
+import { ApiError } from "../src/errors/api-error";
+import { CONTENT_LIMITS, validateCampaignContent } from "../src/content";
+import { bob, content, rejection, render } from "./content.fixtures";
+
+describe("template errors (400 validation_failed naming the field, the line and the problem)", () => {
+  it("names an unknown variable, even in a branch the sample would not take", () => {
+    const e = rejection({ html: "<p>Hi</p>\n{% if false %}\n{{ subscriber.nmae }}\n{% endif %}" });
+    expect(e.param).toBe("html");
+    expect(e.message).toContain('unknown variable "subscriber.nmae" on line 3');
+    expect(rejection({ text: "{{ subscriber[x] }}" }).message).toContain('unknown variable "subscriber[x]" on line 1');
+    // A number Liquid cannot read is said to be one, not shown as the variable Liquid takes it for.
+    expect(rejection({ text: "{{ 2 | times: 1e308 }}" }).message).toBe('text: "1e308" is not a number Liquid reads on line 1 (write numbers as digits with an optional point, without an exponent)');
+    expect(rejection({ subject: "{{ campaign.subject }}" }).param).toBe("subject");
+    expect(rejection({ preheader: "{{ subscriber }}" }).message).toContain('unknown variable "subscriber" on line 1');
+  });
+
+  it("names the line of a problem deep in a large template (positions found from the line starts, as liquidjs counts them)", () => {
+    const lines = Array.from({ length: 5000 }, (_, i) => `<p>{{ subscriber.name }} ${i}</p>`);
+    lines[4321] = "<p>{{ subscriber.nmae }}</p>";
+    expect(rejection({ html: lines.join("\r\n") }).message).toContain('unknown variable "subscriber.nmae" on line 4322');
+    // Lines end at \n, \r\n or a lone \r: an old-Mac template names its lines too.
+    expect(rejection({ html: "a\rb\r{{ subscriber.nmae }}\r" }).message).toContain("on line 3");
+    // The row and column of a character-by-character scan (liquidjs's own, with \r\n and \r as breaks too), for drawn texts and offsets.
+    const reference = (input: string, begin: number) => {
+      let [row, col] = [1, 1];
+      for (let i = 0; i < begin; i++) {
+        const breaks = input[i] === "\n" || (input[i] === "\r" && input[i + 1] !== "\n");
+        [row, col] = breaks ? [row + 1, 1] : [row, col + 1];
+      }
+      return [row, col];
+    };
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom("a", "\n", "\r", "{", " ") }), fc.nat(), (input, n) => {
+        const begin = input.length === 0 ? 0 : n % (input.length + 1);
+        const token = new (class extends Token {})(TokenKind.HTML, input, begin, input.length);
+        expect(token.getPosition()).toEqual(reference(input, begin));
+      }),
+    );
+  });
+
+  it("lists every problem in details: each field's, and every unknown variable of one field, in line order", () => {
+    let error: ApiError | undefined;
+    try {
+      validateCampaignContent(content({ subject: "{{ a }}", html: "<p>{{ b }}</p>\n<p>{{ subscriber.nmae }}</p>", text: "{% if %}" }));
+    } catch (err) {
+      error = err as ApiError;
+    }
+    expect(error?.param).toBe("subject");
+    expect(error?.details?.map((d) => [d.param, d.message.replace(/; known: .*/, "")])).toEqual([
+      ["subject", 'unknown variable "a" on line 1'],
+      ["html", 'unknown variable "b" on line 1'],
+      ["html", 'unknown variable "subscriber.nmae" on line 2'],
+      ["text", expect.stringContaining("line 1")],
+    ]);
+  });
+
+  it("names an unclosed tag and an unclosed output", () => {
+    const e = rejection({ text: "a\n\n{% if subscriber.name %}hi" });
+    expect(e).toEqual({ param: "text", message: "text: tag {% if subscriber.name %} not closed on line 3" });
+    expect(rejection({ subject: "Hi {{ subscriber.name" }).message).toContain('output "{{ subscriber.name" not closed on line 1');
+  });
+
+  it("names an unknown filter", () => {
+    expect(rejection({ html: "<p>\n{{ subscriber.name | shout }}</p>" })).toEqual({ param: "html", message: "html: undefined filter: shout on line 2" });
+    // raw would bypass the escaping: it is no filter in html.
+    expect(rejection({ html: "{{ subscriber.name | raw }}" }).message).toContain("undefined filter: raw");
+  });
+
+  it("rejects includes, renders and layouts", () => {
+    expect(rejection({ html: '<p>a</p>{% include "footer" %}' }).message).toContain("{% include %} is not supported");
+    expect(rejection({ text: '{% render "x" %}' }).message).toContain("{% render %} is not supported");
+    expect(rejection({ text: '{% layout "x" %}' }).message).toContain("{% layout %} is not supported");
+  });
+
+  it("bounds the work of checking a template: at most 10,000 Liquid tags and outputs, and no value far into a tag", () => {
+    expect(rejection({ html: `<p>${"{{ subscriber.name }}".repeat(10_001)}</p>` })).toEqual({
+      param: "html",
+      message: "html: the template holds more than 10000 Liquid tags and outputs",
+    });
+    expect(() => validateCampaignContent(content({ html: `<p>${"{{ subscriber.name }}".repeat(2_000)}</p>` }))).not.toThrow();
+    // Read from the tag's `<`: a value more than 8 KB into a tag is refused, naming its line.
+    expect(rejection({ html: `<p title="${"x".repeat(9_000)}\n{{ subscriber.name }}">t</p>` }).message).toMatch(/more than 8 KB into a tag .* on line 2$/);
+    // `a < b` opens no tag: values after it are text, however far.
+    const text = render({ html: `<p>a < b ${"x".repeat(9_000)} {{ subscriber.name }}</p>` }, { ...bob, name: "c = d" }).html ?? "";
+    expect(text).toContain(" c = d</p>");
+  });
+
+  it("says a template nests too deeply in its own words, not the engine's", () => {
+    const deep = `${"{% if true %}".repeat(4_999)}x${"{% endif %}".repeat(4_999)}`;
+    const problem = rejection({ text: deep });
+    expect(problem.param).toBe("text");
+    expect(problem.message).toContain("the template nests too deeply");
+    expect(problem.message).not.toMatch(/call stack/i);
+  });
+
+  it("rejects a loop over a huge range, taken or not, and bounds loops it cannot see", () => {
+    expect(rejection({ text: "{% if false %}\n{% for i in (1..100000000) %}x{% endfor %}{% endif %}" }).message).toContain(
+      "a loop may cover at most 1000 items (range (1..100000000)) on line 2",
+    );
+    const nested = "{% for i in (1..1000) %}{% for j in (1..1000) %}{% endfor %}{% endfor %}";
+    expect(rejection({ text: nested }).message).toContain("a loop over too large a range");
+    const doubling = "{% assign s = 'xx' %}{% for i in (1..40) %}{% capture s %}{{ s }}{{ s }}{% endcapture %}{% endfor %}{{ s }}";
+    expect(rejection({ text: doubling }).param).toBe("text");
+    expect(rejection({ html: "{% for i in (1..1000) %}{{ subscriber.email | append: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' }}{% endfor %}".repeat(40) }).param).toBe("html");
+  });
+
+  it("bounds the work of a loop whose passes allocate nothing: rejected when saved, quickly", () => {
+    // 199,000 passes of 50 ifs (a 1.3 KB template) took 27 s of CPU to check before work was counted.
+    const busy = `{% for i in (1..1000) %}{% for j in (1..199) %}${"{% if j > 1000 %}{% endif %}".repeat(50)}{% endfor %}{% endfor %}ok`;
+    for (const field of ["html", "text", "subject"] as const) {
+      const started = performance.now();
+      const e = rejection({ [field]: busy });
+      expect(e.param).toBe(field);
+      expect(e.message).toContain("takes more than 20000 steps to render");
+      expect(performance.now() - started).toBeLessThan(5_000); // (a loose guard against the 27 s, not a timing target)
+    }
+    // A loop over a whole range doing a little each pass is well within it.
+    expect(() => validateCampaignContent(content({ text: "{% for i in (1..1000) %}{% if i > 5 %}{{ i }}{% endif %}{% endfor %}" }))).not.toThrow();
+  });
+
+  it("accepts templates that use every variable and filter as documented", () => {
+    expect(() =>
+      validateCampaignContent(
+        content({
+          subject: "{{ subscriber.name | default: 'Hi' }}",
+          preheader: "{{ newsletter.name }}",
+          html: "{% for tag in subscriber.tags %}{{ tag | capitalize }}{{ forloop.index }}{% endfor %}{{ subscriber.tags.size }}{% assign n = subscriber.name | upcase %}{{ n }}{% capture c %}{{ subscriber.location }}{% endcapture %}{{ c }}{{ subscriber.source | escape }}",
+          text: "{{ campaign.subject }} {{ unsubscribe_url }}",
+        }),
+      ),
+    ).not.toThrow();
+  });
+
+  it("has the limits the contract states", () => {
+    expect(CONTENT_LIMITS).toEqual({ html: 524288, text: 262144 });
+  });
+});

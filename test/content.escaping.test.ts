@@ -1,0 +1,264 @@
+import { describe, expect, it } from "vitest";
+import { validateCampaignContent } from "../src/content";
+import { bob, content, ownPart, rejection, render } from "./content.fixtures";
+
+// Every value a template prints into html is escaped for where it lands in the markup, or refused
+// when the template is saved where no escaping makes it safe.
+
+describe("escaping by place in the markup", () => {
+  it("escapes every output in html, and nothing in text or subject", () => {
+    const m = render({ subject: "Hi {{ subscriber.name }}", html: "<p>Hi {{ subscriber.name }}</p>", text: "Hi {{ subscriber.name }}" });
+    expect(m.html).toContain("<p>Hi &lt;b&gt;Bob&lt;/b&gt;</p>");
+    expect(m.html).not.toContain("<b>Bob</b>");
+    expect(m.text).toMatch(/^Hi <b>Bob<\/b>/);
+    expect(m.subject).toBe("Hi <b>Bob</b>");
+  });
+
+  it("an explicit escape in html escapes once, not twice", () => {
+    const m = render({ html: '<p>{{ subscriber.name | escape }} {{ "a&b" | escape_once }}</p>', text: "x {{ unsubscribe_url }}" });
+    expect(m.html).toContain("<p>&lt;b&gt;Bob&lt;/b&gt; a&amp;b</p>");
+  });
+
+  it("prints a capture as it was made in html: its outputs escaped once, its markup kept", () => {
+    const m = render({ html: "{% capture greeting %}<b>Hi</b> {{ subscriber.name }}{% endcapture %}<p>{{ greeting }}</p><p>{{ greeting | default: 'x' }}</p>" });
+    expect(m.html).toContain("<p><b>Hi</b> &lt;b&gt;Bob&lt;/b&gt;</p><p><b>Hi</b> &lt;b&gt;Bob&lt;/b&gt;</p>");
+    // The text derived from it captures text: nothing escaped there.
+    expect(m.text).toMatch(/^Hi <b>Bob<\/b>/);
+    // Only what a capture made is printed as it is; the raw value it was made from is escaped as ever.
+    const own = render({ html: "{% capture n %}{{ subscriber.name }}{% endcapture %}<p>{{ subscriber.name }}</p>" }, { ...bob, name: "<i>x</i>" });
+    expect(own.html).toContain("<p>&lt;i&gt;x&lt;/i&gt;</p>");
+  });
+
+  it("keeps a value inside an unquoted attribute: it cannot add attributes of its own", () => {
+    const at = (template: string, name: string) => ownPart(template, { name });
+    const attack = "x onmouseover=alert(document.domain) style=display:block";
+    // Unquoted values (valid HTML): spaces, = and ` print as references, which a browser reads back as
+    // the same text inside the one value.
+    expect(at("<p title={{ subscriber.name }}>t</p>", attack)).toBe("<p title=x&#32;onmouseover&#61;alert(document.domain)&#32;style&#61;display:block>t</p>");
+    expect(at("<a href=https://shop.example/?q={{ subscriber.name }}>q</a>", "a b")).toBe("<a href=https://shop.example/?q=a&#32;b>q</a>");
+    expect(at("<input value={{ subscriber.name }}>", "`onfocus=alert(1)\tautofocus")).toBe("<input value=&#96;onfocus&#61;alert(1)&#9;autofocus>");
+    // A value standing for an attribute's name cannot become a name and a value.
+    expect(at("<p {{ subscriber.name }}>t</p>", "onclick=alert(1)")).toBe("<p onclick&#61;alert(1)>t</p>");
+    // A capture printed unquoted: its html kept, its spaces too, as references.
+    expect(at("{% capture n %}{{ subscriber.name }}{% endcapture %}<p title={{ n }}>t</p>", attack)).toContain("<p title=x&#32;onmouseover&#61;");
+    // A quote inside an unquoted value opens nothing.
+    expect(at("<p title=it's{{ subscriber.name }}>t</p>", "a b")).toBe("<p title=it'sa&#32;b>t</p>");
+    // An empty value that is an unquoted attribute's whole value prints "": the next attribute stays one.
+    expect(at('<img alt={{ subscriber.name }} src="https://img.example/a.png">', "")).toBe('<img alt="" src="https://img.example/a.png">');
+    expect(at("<img alt=x{{ subscriber.name }} src=a.png>", "")).toBe("<img alt=x src=a.png>");
+    // Quoted values and text print as they always did.
+    expect(at('<p title="{{ subscriber.name }}">{{ subscriber.name }}</p>', "a = b")).toBe('<p title="a = b">a = b</p>');
+    expect(at("<a href='https://x.example/?q={{ subscriber.name }}'>q</a>", "a=b c")).toBe("<a href='https://x.example/?q=a=b c'>q</a>");
+  });
+
+  it("refuses a value in an event handler or a script when the template is saved, naming the line", () => {
+    expect(rejection({ html: '<p>\n<a onclick="greet(\'{{ subscriber.name }}\')">x</a></p>' })).toEqual({
+      param: "html",
+      message: expect.stringMatching(/^html: a value cannot be printed into an event-handler attribute .* on line 2$/),
+    });
+    expect(rejection({ html: "<body onload={{ subscriber.name }}>" }).message).toContain("event-handler attribute");
+    expect(rejection({ html: "<script>var n = {{ subscriber.name }};</script>" }).message).toMatch(/inside <script>.* on line 1$/);
+    expect(rejection({ html: "<SCRIPT type=x>{% echo subscriber.name %}</SCRIPT>" }).message).toContain("inside <script>");
+    // An attribute name Liquid writes could be a handler's.
+    expect(rejection({ html: '<a o{% if true %}n{% endif %}click="{{ subscriber.source }}">x</a>' }).message).toContain("whose name Liquid writes");
+    expect(rejection({ html: '<p data-{{ subscriber.source }}="{{ subscriber.name }}">x</p>' }).message).toContain("whose name Liquid writes");
+    expect(rejection({ html: '<a {% if true %}on{% endif %}click="{{ subscriber.source }}">x</a>' }).message).toContain("whose name Liquid writes");
+    // After the script, and in a handler-looking name that is not an attribute, values are fine.
+    expect(() => validateCampaignContent(content({ html: "<script>x()</script><p>{{ subscriber.name }}</p><p data-once=\"{{ subscriber.name }}\">t</p>" }))).not.toThrow();
+  });
+
+  it("never lets a value bring a script or data scheme into a link: escaping alone would not stop javascript:", () => {
+    const at = (template: string, location: string) => ownPart(template, { location });
+    for (const location of ["javascript:alert(1)", " JaVaScRiPt:alert(1)", "java\tscript:alert(1)", "data:text/html,<script>x</script>", "vbscript:x", ":x"]) {
+      // At the start of an href, a src or any URL attribute, quoted or not, through steps and through tags.
+      expect(at('<a href="{{ subscriber.location }}">x</a>', location)).toBe('<a href="#">x</a>');
+      expect(at("<img alt=\"a>b\" src='{{ subscriber.location }}'>", location)).toBe("<img alt=\"a>b\" src='#'>");
+      expect(at("<a href={{ subscriber.location }}>x</a>", location)).toBe("<a href=#>x</a>");
+      expect(at('{% if true %}<a href="{{ subscriber.location }}">x</a>{% endif %}', location)).toBe('<a href="#">x</a>');
+      expect(at('<a href="{% if true %}{{ subscriber.location }}{% endif %}">x</a>', location)).toBe('<a href="#">x</a>');
+      expect(at('<a href="{% echo subscriber.location %}">x</a>', location)).toBe('<a href="#">x</a>');
+      expect(at('<a href="{% cycle subscriber.location, "/b" %}">x</a><a href="{% cycle subscriber.location, "/b" %}">y</a>', location)).toBe(
+        '<a href="#">x</a><a href="/b">y</a>',
+      );
+      // After other text or outputs, before the scheme is fixed: the value's own scheme is checked.
+      expect(at('<a href="java{{ subscriber.location }}">x</a>', location)).toBe('<a href="java#">x</a>');
+      expect(at('<a href="{{ subscriber.name }}{{ subscriber.location }}">x</a>', location)).toBe('<a href="&lt;b&gt;Bob&lt;/b&gt;#">x</a>');
+    }
+    // What is not a new scheme prints as it is: web, mail and phone links, relative ones, a value
+    // after the template fixed the scheme, and anywhere that is not a URL attribute.
+    for (const location of ["https://example.com/a?b=c", "HTTP://x.example", "mailto:a@example.com", "tel:+331", "page.html", "/a:b", "?q=a:b", "#top"]) {
+      expect(at('<a href="{{ subscriber.location }}">x</a>', location)).toBe(`<a href="${location}">x</a>`);
+    }
+    // However the template puts text before the value: a branch not taken, a comment, an entity, no
+    // space between attributes, a long tag: the scheme is still open, and the value is checked.
+    const js = "javascript:alert(1)";
+    expect(at('<a href="{% if false %}https://x.example/{% endif %}{{ subscriber.location }}">x</a>', js)).toBe('<a href="#">x</a>');
+    expect(at('<a href="{% comment %}https://{% endcomment %}{{ subscriber.location }}">x</a>', js)).toBe('<a href="#">x</a>');
+    expect(at('<a href="&#10;{{ subscriber.location }}">x</a>', js)).toBe('<a href="&#10;#">x</a>');
+    expect(at('<a title="t"href="{{ subscriber.location }}">x</a><a/href="{{ subscriber.location }}">y</a>', js)).toBe('<a title="t"href="#">x</a><a/href="#">y</a>');
+    expect(at('<a {% if subscriber.name %}target="_blank" {% endif %}href="{{ subscriber.location }}">x</a>', js)).toBe('<a target="_blank" href="#">x</a>');
+    // A value glued to the attribute's name makes part of the name (`{{ v }}click=`): refused.
+    expect(rejection({ html: '<a {{ subscriber.email | remove: "bob@example.com" }}href="{{ subscriber.location }}">x</a>' }).message).toContain("whose name Liquid writes");
+    // Text that never renders is no markup: a comment, a raw block, an untaken branch.
+    expect(at('<a {% comment %}<b>{% endcomment %} href="{{ subscriber.location }}">x</a>', js)).toBe('<a  href="#">x</a>');
+    // (A branch that would end the tag only when taken is refused: see "reads each Liquid branch".)
+    expect(at('{% raw %}<a title="{% endraw %}" href="{{ subscriber.location }}">x</a>', js)).toBe('<a title="" href="#">x</a>');
+    expect(at('{% raw %}{{ <a title=" }}" href="{% endraw %}{{ subscriber.location }}">x</a>', js)).toBe('{{ <a title=" }}" href="#">x</a>');
+    // A value before the template's own colon names the scheme: only a safe name passes.
+    const split = '<a href="{{ subscriber.location | split: ":" | first }}:{{ subscriber.location | split: ":" | last }}">x</a>';
+    expect(at(split, js)).toBe('<a href="#:alert(1)">x</a>');
+    for (const colon of ["&#58;", "&#x3A;", "&colon;", "&#0058"]) {
+      expect(at(`<a href="{{ subscriber.location }}${colon}alert(1)">x</a>`, "javascript")).toBe(`<a href="#${colon}alert(1)">x</a>`);
+    }
+    expect(at(split, "https://example.com")).toBe('<a href="https://example.com">x</a>');
+    expect(at('<a href="{{ subscriber.location }}">x</a> Note: {{ subscriber.location }}', "note")).toBe('<a href="note">x</a> Note: note');
+    const long = `<a style="${"color:red;".repeat(200)}" href="{{ subscriber.location }}">x</a>`;
+    expect(at(long, js)).toBe(long.replace("{{ subscriber.location }}", "#"));
+    // Safe schemes pass wherever the value lands: srcset entries, echo inside {% liquid %}.
+    const https = "https://cdn.example.com/a.png";
+    expect(at('<img srcset="a.png 1x, {{ subscriber.location }} 2x">', https)).toBe(`<img srcset="a.png 1x, ${https} 2x">`);
+    expect(at('<img srcset="a.png 1x, {{ subscriber.location }} 2x">', js)).toBe('<img srcset="a.png 1x, # 2x">');
+    expect(at('<img srcset="https://cdn.example.com/a.png 1x, {{ subscriber.location }} 2x">', js)).toBe('<img srcset="https://cdn.example.com/a.png 1x, # 2x">');
+    expect(at('<a href="{% liquid echo subscriber.location %}">x</a>', https)).toBe(`<a href="${https}">x</a>`);
+    expect(at('<a href="{% liquid echo subscriber.location %}">x</a>', js)).toBe('<a href="#">x</a>');
+    expect(at('<a href="https://example.com/?q={{ subscriber.location }}">x</a>', "javascript:alert(1)")).toBe('<a href="https://example.com/?q=javascript:alert(1)">x</a>');
+    expect(at('<a title="{{ subscriber.location }}" href="/">x</a><p>{{ subscriber.location }}</p>', "javascript:1")).toBe(
+      '<a title="javascript:1" href="/">x</a><p>javascript:1</p>',
+    );
+  });
+
+  it("reads a tag as a browser does: a < or a quote inside an earlier quoted value starts nothing", () => {
+    const at = ownPart;
+    const js = "javascript:alert(1)";
+    expect(at('<a title="Write to <news@example.com>" href="{{ subscriber.location }}">x</a>', { location: js })).toBe(
+      '<a title="Write to <news@example.com>" href="#">x</a>',
+    );
+    expect(at('<a title="Write to <news@example.com>" href={{ subscriber.location }}>x</a>', { location: js })).toBe('<a title="Write to <news@example.com>" href=#>x</a>');
+    expect(at('<a title="<b>" class={{ subscriber.name }} href="/">x</a>', { name: "x onmouseover=alert(1)" })).toBe(
+      '<a title="<b>" class=x&#32;onmouseover&#61;alert(1) href="/">x</a>',
+    );
+    // A quote inside an unquoted value pairs with nothing: `'>'` is the next attribute's quoted value.
+    expect(at("<a title=x' y=\"'>'\" href=\"{{ subscriber.location }}\">x</a>", { location: js })).toBe("<a title=x' y=\"'>'\" href=\"#\">x</a>");
+    // Handlers stay refused whatever stands before them in the tag.
+    expect(rejection({ html: '<a title="<b>" onclick="this.title=\'{{ subscriber.name }}\'" href="/">x</a>' }).message).toContain("event-handler attribute");
+    expect(rejection({ html: '<img alt="icon <i>" src="a.png" onerror="this.title=\'{{ subscriber.name }}\'">' }).message).toContain("event-handler attribute");
+    // A comment holds no tags: markup in it opens nothing.
+    expect(at('<!-- <a href=" --><p>{{ subscriber.location }}</p>', { location: js })).toBe(`<!-- <a href=" --><p>${js}</p>`);
+    // Only HTML's own whitespace separates: a no-break space after = starts an unquoted value.
+    expect(at('<a title=\u00a0"x>y</a><a class={{ subscriber.name }}>z</a>', { name: "x onmouseover=alert(1)" })).toContain("<a class=x&#32;onmouseover&#61;alert(1)>");
+    // `</` before anything but a letter is a bogus comment to its first `>`: quotes in it open nothing.
+    expect(at('</3 title="><a class={{ subscriber.name }}>x</a>">', { name: "x onmouseover=alert(1)" })).toContain("<a class=x&#32;onmouseover&#61;alert(1)>");
+  });
+
+  it("reads each Liquid branch as a browser reads what it prints: one that opens or closes a tag, quote or comment only when taken refuses every value after it", () => {
+    const refused = (html: string) => expect(rejection({ html }).message, html).toContain("after markup that readers would read differently");
+    refused('<a title=x{% if subscriber.tags contains "vip" %}>{% endif %} class={{ subscriber.name }} href="https://example.com/">x</a>');
+    refused('<a {% if subscriber.tags contains "vip" %}title="{% endif %} class={{ subscriber.name }} x="y">x</a>');
+    refused('{% if subscriber.tags contains "vip" %}<!--{% endif %}<a class={{ subscriber.name }}>x</a>-->');
+    refused('{% if false %}<a title="{% endif %}<a class={{ subscriber.name }}>x</a>');
+    refused('{% case subscriber.source %}{% when "x" %}<a title="{% endcase %}<a class={{ subscriber.name }}>x</a>');
+    refused('{% for t in subscriber.tags %}<a title="{% if t == "vip" %}{% break %}{% endif %}">x</a>{% endfor %}<a class={{ subscriber.name }}>y</a>');
+    refused('{% capture open %}<a title="{% endcapture %}<p class={{ subscriber.name }}>x</p>');
+    // tablerow writes markup of its own: inside a tag it ends or splits it.
+    refused('<a title="{% tablerow t in subscriber.tags %}{{ t }}{% endtablerow %}" class={{ subscriber.name }}>x</a>');
+    // What follows the block ends the tag in one reading only: not alike.
+    refused('<p {% if subscriber.name %}title="{% endif %}>a <b title=">{{ subscriber.name }}</b>');
+    // The message names where that markup begins, as well as the value's line.
+    expect(rejection({ html: '<p>\n<noscript><p title="</noscript>\n<img src=x alt={{ subscriber.name }}>">' }).message).toMatch(/\(that markup begins on line 2\) on line 3$/);
+    // What readers disagree on: a noscript (text with scripting, markup without), text elements in SVG.
+    refused('<noscript><p title="</noscript><img src=x alt={{ subscriber.name }}>">');
+    refused('<svg><style>/* <a title=" */</style><a class={{ subscriber.name }}>x</a></svg>');
+    refused('<svg><![CDATA[ > <a title=" ]]><a class={{ subscriber.name }}><text>x</text></a>"></svg>');
+    // Liquid that splits an element's name leaves which element it is (a textarea?) to the rendering.
+    refused('<t{% comment %}{% endcomment %}extarea><img title="</textarea><a class={{ subscriber.name }}>x</a>">');
+    refused('<textarea>{% if subscriber.tags contains "vip" %}</textarea>{% endif %}<img title="</textarea><a class={{ subscriber.name }}>x</a>">');
+    // A comment block whose body liquidjs reads on past the first {% endcomment %} (one inside a string).
+    refused('{% comment %}{{ "{% endcomment %}" }}<a title="{% endcomment %}<a class={{ subscriber.name }}>x</a>');
+    // Branches that are complete markup, inside a tag or a value too, are fine, as are values before an uneven branch.
+    for (const html of [
+      '{% if subscriber.name %}<p class="vip">VIP</p>{% else %}<p>Hi</p>{% endif %}<a href="{{ subscriber.location }}">x</a>',
+      '<a class="btn{% if subscriber.name %} btn-vip{% endif %}" {% if subscriber.name %}target="_blank" {% endif %}href="{{ subscriber.location }}">x</a>',
+      '<a href="{% if subscriber.name %}https://a.example{% else %}https://b.example{% endif %}/{{ subscriber.location }}">x</a>',
+      '{% if subscriber.name %}<a href="{% if subscriber.location %}https://a.example{% else %}https://b.example{% endif %}">Go</a>{% endif %}',
+      '<ul>{% for t in subscriber.tags %}<li title="{{ t }}">{{ t }}</li>{% endfor %}</ul>',
+      '<table>{% tablerow t in subscriber.tags cols: 2 %}<b title="{{ t }}">{{ t }}</b>{% endtablerow %}</table><p>{{ subscriber.name }}</p>',
+      '<title>{{ subscriber.name }} &lt;news@example.com&gt;</title><p>{{ subscriber.name }}</p>',
+      '<p>{{ subscriber.name }}</p>{% if subscriber.name %}<!--{% endif %}',
+      // CSS wrapped in a comment, as older email templates write it; HTML text elements holding markup-like text.
+      '<style type="text/css"><!-- p { color: red; } --></style><p title="{{ subscriber.name }}">t</p>',
+      '<title>{{ subscriber.name }} <news@example.com></title><p>{{ subscriber.name }}</p>',
+      // A branch that ends in another state of the same tag, read alike from the block's end.
+      '<table><tr><td {% if subscriber.name %}nowrap{% endif %} title="{{ subscriber.name }}">x</td></tr></table>',
+      // The README's way around the cautious refusal of an unquoted value each branch writes.
+      '<table><tr><td width="{% if subscriber.name %}600{% else %}480{% endif %}" title="{{ subscriber.name }}">x</td></tr></table>',
+    ]) {
+      expect(() => validateCampaignContent(content({ html })), html).not.toThrow();
+    }
+  });
+
+  it("reads HTML text elements, silent Liquid, whitespace control and captures as the rendering does", () => {
+    const at = (template: string, name: string) => ownPart(template, { name });
+    const attack = "x onmouseover=alert(1)";
+    // A title is text to its end tag: the img after it is markup, its value kept inside its attribute.
+    expect(at('<title>What\'s new <b title="</title><img src=x alt={{ subscriber.name }}>', attack)).toContain("alt=x&#32;onmouseover&#61;alert(1)");
+    // Liquid that prints nothing right after = leaves the value to what follows: an empty unquoted value prints "".
+    expect(rejection({ html: '<td width={% if subscriber.tags contains "vip" %}600{% endif %} title="{{ subscriber.name }}">x</td>' }).message).toContain("after markup that readers would read differently");
+    const empty = render({ html: '<a href={{ subscriber.location }}{% if false %} class=vip{% endif %} title="{{ subscriber.name }}">x</a>' }, { ...bob, location: "", name: attack }).html;
+    expect(empty).toContain('<a href="" title="x onmouseover=alert(1)">');
+    // Whitespace a `-` trims is not there: an unquoted value glued to the next attribute, `< b` becoming `<b`.
+    expect(rejection({ html: '<a title=x {%- if false -%}{%- endif -%} class="{{ subscriber.name }}">x</a>' }).message).toContain("whose name Liquid writes");
+    expect(at('<p>a < {%- if false -%}{%- endif -%} b class={{ subscriber.name }}>x</b></p>', attack)).toContain("class=x&#32;onmouseover&#61;alert(1)");
+    expect(rejection({ html: '<s {%- if false -%}{%- endif -%} {{ subscriber.source }}>alert(1)</s>' }).message).toContain("tag's name");
+    // A capture prints as made in text only: in an attribute or a comment its quotes and `-->` are escaped.
+    expect(at("{% capture t %}Editor's picks for {{ subscriber.name }}{% endcapture %}<img alt='{{ t }}' src=\"https://example.com/a.png\">", attack)).toContain(
+      "alt='Editor&#39;s picks for x onmouseover=alert(1)'",
+    );
+    expect(at("{% capture c %}-->{% endcapture %}<!-- {{ c }}<a class={{ subscriber.name }}>x</a> -->", attack)).toMatch(/^<!-- --&#62;<a class=x onmouseover=alert\(1\)>x<\/a> -->$/);
+    // In an attribute, a capture keeps its entities (shown as they read) and escapes its quotes, once.
+    expect(at("{% capture t %}O'Brien &amp; Co{% endcapture %}<img alt='{{ t }}' src=\"https://example.com/a.png\">", attack)).toContain("alt='O&#39;Brien &amp; Co'");
+    // A capture made where markup may not begin (in a comment, an attribute, a title) refuses the values after it.
+    expect(rejection({ html: "<!-- {% capture b %}<a class={{ subscriber.name }}>x</a>{% endcapture %} -->{{ b }}" }).message).toContain("after markup that readers would read differently");
+    // A script holding `<!--` (escaped states where `</script>` may not end it) refuses the values after it.
+    expect(rejection({ html: "<script><!--<script></script>\n{{ subscriber.name }}\n--></script>" }).message).toContain("after markup that readers would read differently");
+    // `=` before an attribute's name starts the name, as a browser reads it.
+    expect(at('<a =" class={{ subscriber.name }} x=">x</a>', attack)).not.toContain(" onmouseover=alert(1)");
+  });
+
+  it("refuses a value where no escaping makes it safe: a tag's name, srcdoc, SVG animation, base, link, script and meta refresh", () => {
+    const refused = (html: string, words: string) => expect(rejection({ html }).message, html).toContain(words);
+    refused("<{{ subscriber.source }}>x</{{ subscriber.source }}>", "into a tag's name");
+    refused("<s{{ subscriber.source }}>x</s>", "into a tag's name");
+    refused('<iframe srcdoc="{{ subscriber.name }}"></iframe>', "into srcdoc");
+    refused('<svg><a href="/"><animate attributeName="href" values="{{ subscriber.location }}"/>x</a></svg>', "SVG animation");
+    refused('<svg><set attributeName="href" to="{{ subscriber.location }}"/></svg>', "SVG animation");
+    refused('<meta http-equiv="refresh" content="0;url={{ subscriber.location }}">', "<meta http-equiv>");
+    refused('<meta content="0;url={{ subscriber.location }}"http-equiv="refresh">', "<meta http-equiv>");
+    refused('<meta/http-equiv="refresh" content="0;url={{ subscriber.location }}">', "<meta http-equiv>");
+    refused('<meta {% if true %}http-equiv{% endif %}="refresh" content="0;url={{ subscriber.location }}">', "<meta http-equiv>");
+    refused('<base href="{{ subscriber.location }}">', "<base>");
+    refused('<link rel="stylesheet" href="{{ subscriber.location }}">', "<link>");
+    refused('<script src="{{ subscriber.location }}"></script>', "<script>");
+    // A meta without http-equiv, and the element names in text, are fine.
+    expect(() => validateCampaignContent(content({ html: '<meta name="description" content="{{ subscriber.name }}"><p>base link {{ subscriber.name }}</p>' }))).not.toThrow();
+  });
+
+  it("prints into CSS only a value that is one (a colour, a size, a font): nothing that ends the declaration or loads anything", () => {
+    const at = (template: string, name: string) => ownPart(template, { name });
+    expect(at('<p style="color:{{ subscriber.name }}">t</p>', "#3366FF")).toBe('<p style="color:#3366FF">t</p>');
+    expect(at('<p style="font-family:{{ subscriber.name }}">t</p>', "Helvetica Neue, Arial")).toBe('<p style="font-family:Helvetica Neue, Arial">t</p>');
+    expect(at("<p style=width:{{ subscriber.name }}>t</p>", "50 %")).toBe("<p style=width:50&#32;%>t</p>");
+    expect(at("<style>p { color: {{ subscriber.name }} }</style><p>t</p>", "red")).toBe("<style>p { color: red }</style><p>t</p>");
+    // Colours, font lists, sizes, gradients: functions that load nothing, quotes (as references in an attribute, as is in a style element).
+    expect(at('<p style="color:{{ subscriber.name }}">t</p>', "rgb(26, 115, 232)")).toBe('<p style="color:rgb(26, 115, 232)">t</p>');
+    expect(at('<p style="font-family:{{ subscriber.name }}">t</p>', "'Open Sans', Arial")).toBe('<p style="font-family:&#39;Open Sans&#39;, Arial">t</p>');
+    expect(at("<style>p { font-family: {{ subscriber.name }} }</style><p>t</p>", "'Open Sans', Arial")).toBe("<style>p { font-family: 'Open Sans', Arial }</style><p>t</p>");
+    expect(at('<p style="width:{{ subscriber.name }}">t</p>', "calc(100% - 20px) !important")).toBe('<p style="width:calc(100% - 20px) !important">t</p>');
+    expect(at('<p style="background:{{ subscriber.name }}">t</p>', "linear-gradient(#fff, #000)")).toBe('<p style="background:linear-gradient(#fff, #000)">t</p>');
+    for (const attack of ["red;background:url(https://evil.example/s)", "red}*{background:red", "@import url(x.css)", "expression(alert(1))", "url(javascript:alert(1))", "url(x.png)", "image-set(x.png 1x)", 'red" onclick="x', "red\\3b", "red</style><script>", "//evil.example/x.png", "red /* x", "'Open Sans"]) {
+      expect(at('<p style="color:{{ subscriber.name }}">t</p>', attack), attack).toBe('<p style="color:">t</p>');
+      expect(at("<style>p { color: {{ subscriber.name }} }</style><p>t</p>", attack), attack).toBe("<style>p { color:  }</style><p>t</p>");
+    }
+    // Outside CSS, the same value is text as ever.
+    expect(at('<p title="{{ subscriber.name }}">{{ subscriber.name }}</p>', "a;b:url(c)")).toBe('<p title="a;b:url(c)">a;b:url(c)</p>');
+  });
+});
