@@ -77,6 +77,16 @@ describe("campaigns", () => {
     expect(pastRes.body.error.message).toBe("scheduled_at must be in the future");
     expectError(await post({ subject: "S", newsletter_id: nl.id, scheduled_at: "tomorrow" }), 400, "validation_failed", "scheduled_at");
     expectError(await post({ subject: "S", newsletter_id: nl.id, scheduled_at: "2099-01-01T12:00:00" }), 400, "validation_failed", "scheduled_at");
+    // The last local time of year 9999 west of UTC is in year 10000, which no timestamp the API writes can show.
+    const lastDay = await post({ subject: "S", newsletter_id: nl.id, scheduled_at: "9999-12-31T23:59:59.999-23:59" });
+    expectError(lastDay, 400, "validation_failed", "scheduled_at");
+    expect(lastDay.body.error.message).toBe("scheduled_at must be no later than 9999-12-31T23:59:59.999Z");
+    const last = await post({ subject: "S", newsletter_id: nl.id, scheduled_at: "9999-12-31T23:59:59.999+00:00" });
+    expect(last.body.data.scheduled_at).toBe("9999-12-31T23:59:59.999Z");
+    const patched = await t.call("PATCH", `${t.ws}/campaigns/${last.body.data.id}`, { body: { scheduled_at: "9999-12-31T23:59:59.999-00:01" } });
+    expectError(patched, 400, "validation_failed", "scheduled_at");
+    // Written back as it was read, it is a no-op.
+    expect((await t.call("PATCH", `${t.ws}/campaigns/${last.body.data.id}`, { body: { scheduled_at: last.body.data.scheduled_at } })).status).toBe(200);
     expectError(await post({ subject: "S", newsletter_id: nl.id, status: "sent" }), 400, "validation_failed", "status");
     expectError(await t.call("POST", `${t.ws}/campaigns`, { raw: "{", headers: { "content-type": "application/json" } }), 400, "invalid_json");
   });

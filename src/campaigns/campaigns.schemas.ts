@@ -77,22 +77,31 @@ const reference = (example: string) => rawText(100).openapi({ example });
 
 const dateTime = z.iso.datetime({ offset: true, abort: true });
 
+/**
+ * The last instant every timestamp the API writes can show (`2026-11-21T12:00:00.000Z`, four-digit
+ * year): a 9999-12-31 local time west of UTC is already in year 10000.
+ */
+const LAST_INSTANT = "9999-12-31T23:59:59.999Z";
+const untilLastInstant = (value: string) => Date.parse(value) <= Date.parse(LAST_INSTANT);
+const untilLastInstantError = { error: `must be no later than ${LAST_INSTANT}` };
+
 const scheduledAtDoc = (future: string) => ({
   format: "date-time",
   // zod's own expression for what it accepts, so the document's pattern cannot drift from it.
   pattern: dateTime._zod.pattern.source,
-  description: `When the send starts processing, if later than the send request. ISO 8601 with a time zone, ${future} (a rule no schema can state).`,
+  description: `When the send starts processing, if later than the send request. ISO 8601 with a time zone, ${future} and no later than ${LAST_INSTANT} (rules no schema can state).`,
 });
 
 // abort: a value that is not a date-time gets that one message, not "must be in the future" too.
 const scheduledAt = dateTime
   .refine((value) => Date.parse(value) > Date.now(), { error: "must be in the future" })
+  .refine(untilLastInstant, untilLastInstantError)
   .nullable()
   .optional()
   .openapi(scheduledAtDoc("in the future"));
 
 /** On PATCH the future is checked against the campaign: the value already there may be past (a no-op). */
-const scheduledAtEdit = dateTime.nullable().optional().openapi(scheduledAtDoc("in the future unless it is the value the campaign already has"));
+const scheduledAtEdit = dateTime.refine(untilLastInstant, untilLastInstantError).nullable().optional().openapi(scheduledAtDoc("in the future unless it is the value the campaign already has"));
 
 /** The PATCH's rule for `scheduled_at` (src/campaigns/campaigns.index.ts). */
 export const scheduledInPast = () => invalidParam("scheduled_at", "scheduled_at must be in the future");
