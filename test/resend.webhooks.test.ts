@@ -72,7 +72,7 @@ describe("POST /webhooks/resend: bad input changes nothing", () => {
     expectError(res, 404, "not_found");
   });
 
-  it("401 invalid_signature: no signature, a wrong one, another secret, an old timestamp, a body altered after signing", async () => {
+  it("401 invalid_signature: no signature, a wrong one, another secret, an old timestamp, one that is not a whole number, a body altered after signing", async () => {
     const s = await sentCampaign(1);
     const emailId = s.deliveries[0]?.provider_message_id ?? "";
     const body = event("email.delivered", emailId);
@@ -85,6 +85,8 @@ describe("POST /webhooks/resend: bad input changes nothing", () => {
       { body, at: new Date(Date.now() - 6 * 60_000) },
       { body, at: new Date(Date.now() + 6 * 60_000) },
       { body: event("email.bounced", emailId, { bounce: { type: "Permanent" } }), signedBody: body },
+      // Signed over the number alone, sent with more around it: the signature covers the header as sent.
+      ...["abc", ".9", "e0"].map((tail) => ({ body, headers: { "svix-timestamp": `${Math.floor(Date.now() / 1000)}${tail}` } })),
     ];
     for (const c of cases) expectError(await post(s.h.env, c), 401, "invalid_signature");
     expect(await snapshot()).toEqual(before);

@@ -24,10 +24,14 @@ const invalidSignature = (why: string) => new ApiError("invalid_signature", `The
 const verify = (secret: string, headers: Headers, body: string): unknown => {
   const webhook = feedbackVerifier(secret);
   if (!webhook) throw new ApiError("configuration_error", "RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret; set it to the one Resend shows");
+  const timestamp = headers.get("svix-timestamp") ?? "";
+  // Signed as sent: the library reads the header with parseInt and checks a signature of the number
+  // it read, so `1795787292abc` would pass with the signature of `1795787292`.
+  if (timestamp !== "" && !/^\d{1,12}$/.test(timestamp)) throw invalidSignature("the svix-timestamp header is not a whole number of seconds");
   try {
     return webhook.verify(body, {
       "webhook-id": headers.get("svix-id") ?? "",
-      "webhook-timestamp": headers.get("svix-timestamp") ?? "",
+      "webhook-timestamp": timestamp,
       "webhook-signature": headers.get("svix-signature") ?? "",
     });
   } catch (err) {
