@@ -11,6 +11,7 @@ import { renderError } from "./errors/render";
 import { healthHandler, healthRoute } from "./health/health";
 import { API_TITLE, docsRouter } from "./docs/docs.index";
 import { createRouter } from "./lib/create-app";
+import { routeName } from "./lib/route";
 import { authenticate, rateLimit } from "./middleware/auth";
 import { jsonBody, requestContext } from "./middleware/request-context";
 import { newslettersRouter } from "./newsletters/newsletters.index";
@@ -101,6 +102,7 @@ export const createApp = () => {
       200: { description: "The OpenAPI 3.1 document", headers: requestIdHeader, content: { "application/json": { schema: z.looseObject({}) } } },
     },
   });
+  app.get("/openapi.json", routeName("get", "/openapi.json"));
   app.doc31("/openapi.json", (c) => {
     const origin = new URL(c.req.url).origin;
     return {

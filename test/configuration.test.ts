@@ -270,5 +270,9 @@ describe("configuration problems", () => {
     const health = await withEnv({ CURSOR_SECRET: "x", ADMIN_TOKEN: "abc" })("GET", "/health");
     expect(health.status).toBe(200);
     expect(health.body.checks.secrets).toEqual({ status: "warning", message: expect.stringMatching(/^CURSOR_SECRET, ADMIN_TOKEN are shorter than 32 characters/) });
+    // Each says why it matters.
+    const admin = await withEnv({ ADMIN_TOKEN: "abc" })("GET", "/health");
+    expect(admin.body.checks.secrets.message).toMatch(/^ADMIN_TOKEN is shorter than 32 characters and can be guessed \(it opens the operator API, which has no rate limit\)/);
+    expect(admin.body.checks.secrets.message).not.toContain("CURSOR_SECRET");
   });
 });

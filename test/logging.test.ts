@@ -51,6 +51,22 @@ describe("access log", () => {
     expect(lines.join("\n")).not.toContain(token);
   });
 
+  it("names the route of the utility paths too; a request refused before routing names none", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+    const warned: string[] = [];
+    vi.spyOn(console, "warn").mockImplementation((line: unknown) => void warned.push(String(line)));
+    for (const path of ["/health", "/v1/openapi.json", "/docs", "/docs/init.js"]) await call("GET", path);
+    await call("GET", "/v1/workspaces");
+    expect([...lines, ...warned].map((line) => JSON.parse(line)).map((l) => [l.path, l.route, l.status])).toEqual([
+      ["/health", "GET /health", 200],
+      ["/openapi.json", "GET /openapi.json", 200],
+      ["/docs", "GET /docs", 200],
+      ["/docs/init.js", "GET /docs/init.js", 200],
+      ["/workspaces", null, 401],
+    ]);
+  });
+
   it("prints a server error's line with console.error, so a filter on the error level finds it", async () => {
     const t = await tenant();
     const printed: { method: string; line: Record<string, unknown> }[] = [];

@@ -55,7 +55,13 @@ describe("webhook endpoints", () => {
     expect(rotated.body.data.secret).toMatch(/^whsec_/);
     expect(rotated.body.data.secret).not.toBe(endpoint.secret);
 
-    const deleted = await t.call("DELETE", `${t.ws}/webhook_endpoints/${endpoint.id}`);
+    // A DELETE takes no parameters: a body that says something is refused, and nothing is deleted.
+    const path = `${t.ws}/webhook_endpoints/${endpoint.id}`;
+    expectError(await t.call("DELETE", path, { body: { x: 1 } }), 400, "validation_failed", "x");
+    expectError(await t.call("DELETE", path, { raw: "{bad", headers: { "content-type": "application/json" } }), 400, "invalid_json");
+    expectError(await t.call("DELETE", path, { raw: "x", headers: { "content-type": "text/plain" } }), 415, "unsupported_media_type");
+    expect((await t.call("GET", path)).status).toBe(200);
+    const deleted = await t.call("DELETE", path);
     expect(deleted.status, deleted.text).toBe(200);
     expect(deleted.body.data).toEqual({ id: endpoint.id, object: "webhook_endpoint", deleted: true });
     expect((await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}`)).status).toBe(404);

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { requestIdHeader } from "../errors/openapi";
 import { createRouter } from "../lib/create-app";
+import { routeName } from "../lib/route";
 
 export const API_TITLE = "Newsletter Service API";
 
@@ -64,6 +65,7 @@ const init = `Scalar.createApiReference("#app", ${JSON.stringify({
 const docsRoute = createRoute({
   method: "get",
   path: "/docs",
+  middleware: [routeName("get", "/docs")] as const,
   tags: ["Utility"],
   summary: "API reference",
   description: `An interactive reference for this document, served with its script from this origin (Content-Security-Policy: scripts from 'self' only). A plain link to \`/openapi.json\` shows without JavaScript.`,
@@ -81,10 +83,10 @@ docsRouter.openapi(docsRoute, (c) => {
   return c.html(page, 200);
 });
 
-docsRouter.get(INIT_SCRIPT, (c) => {
+docsRouter.get(INIT_SCRIPT, routeName("get", INIT_SCRIPT), (c) => {
   c.header("Cache-Control", "no-cache");
   return c.body(init, 200, { "Content-Type": "text/javascript; charset=utf-8" });
 });
 
 // Through the worker (run_worker_first), so the /v1 alias and the Request-Id header apply here too.
-docsRouter.get(SCALAR_SCRIPT, (c) => c.env.ASSETS.fetch(new URL(SCALAR_SCRIPT, c.req.url)));
+docsRouter.get(SCALAR_SCRIPT, routeName("get", SCALAR_SCRIPT), (c) => c.env.ASSETS.fetch(new URL(SCALAR_SCRIPT, c.req.url)));

@@ -4,6 +4,7 @@ import { bindingPurpose, missingBindings, missingSchemaObject, neededBindings } 
 import { ApiError } from "../errors/api-error";
 import { errorResponse, requestIdHeader } from "../errors/openapi";
 import { publicLimitWait } from "../middleware/client-ip";
+import { routeName } from "../lib/route";
 import type { AppEnv } from "../lib/types";
 import { schemaProbeQueries } from "../lib/schema-probe";
 import { MIGRATE_HINT } from "../errors/configuration";
@@ -52,6 +53,7 @@ const HealthSchema = z
 export const healthRoute = createRoute({
   method: "get",
   path: "/health",
+  middleware: [routeName("get", "/health")] as const,
   tags: ["Utility"],
   summary: "Health and configuration check",
   operationId: "health",
@@ -116,6 +118,11 @@ const linksCheck = (c: Context<AppEnv>): Check => {
 
 /** Secrets short enough to guess: CURSOR_SECRET signs unsubscribe links, ADMIN_TOKEN opens the operator API (no rate limit). */
 const SECRET_MIN_LENGTH = 32;
+const WHY_SECRET = {
+  CURSOR_SECRET: "it signs cursors and unsubscribe links, and anyone holding one can test keys against it",
+  CURSOR_SECRET_PREVIOUS: "what it signed still verifies, and anyone holding a cursor or link it signed can test keys against it",
+  ADMIN_TOKEN: "it opens the operator API, which has no rate limit",
+} as const;
 const secretsCheck = (env: Env): Check => {
   const short = (["CURSOR_SECRET", "CURSOR_SECRET_PREVIOUS", "ADMIN_TOKEN"] as const).filter((name) => {
     const value = env[name];
@@ -124,7 +131,7 @@ const secretsCheck = (env: Env): Check => {
   if (short.length === 0) return { status: "ok", message: "no secret is shorter than 32 characters" };
   return {
     status: "warning",
-    message: `${short.join(", ")} ${short.length === 1 ? "is" : "are"} shorter than ${SECRET_MIN_LENGTH} characters and can be guessed (a cursor, which anyone holding one can test keys against, is signed with CURSOR_SECRET); set ${short.length === 1 ? "it" : "each"} to 32 random bytes, e.g. \`openssl rand -hex 32\``,
+    message: `${short.join(", ")} ${short.length === 1 ? "is" : "are"} shorter than ${SECRET_MIN_LENGTH} characters and can be guessed (${short.map((name) => WHY_SECRET[name]).join("; ")}); set ${short.length === 1 ? "it" : "each"} to 32 random bytes, e.g. \`openssl rand -hex 32\``,
   };
 };
 

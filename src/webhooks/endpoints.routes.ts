@@ -75,7 +75,8 @@ export const deleteEndpoint = apiRoute({
   summary: "Delete a webhook endpoint",
   description: "It receives nothing more: its pending deliveries end `failed`. It is no longer listed nor counted.",
   scope: "webhooks:write",
-  request: { params: EndpointParams },
+  // No parameters, as the actions below: a body that says something is refused, not ignored.
+  request: { params: EndpointParams, body: noBody },
   responses: { 200: json("The deleted endpoint", DeletedEndpointSchema) },
 });
 
