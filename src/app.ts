@@ -65,7 +65,7 @@ export const createApp = () => {
 
   app.openapi(healthRoute, healthHandler);
 
-  // The unsubscribe link and its pages: public, HTML, rate-limited per client IP (src/consent/).
+  // The unsubscribe and confirmation links and their pages: public, HTML, rate-limited per client IP (src/consent/).
   app.route("/", consentRouter);
 
   // Resend's delivery feedback: public, verified by its Svix signature (src/feedback/).

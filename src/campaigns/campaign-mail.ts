@@ -1,12 +1,12 @@
 import type { Context } from "hono";
-import { ApiError, notFound, resourceMissing } from "../errors/api-error";
+import { notFound, resourceMissing } from "../errors/api-error";
 import { SAMPLE_RECIPIENT, TemplateError, templateInvalid } from "../content";
-import { sha256Hex } from "../lib/crypto";
 import { idPrefixes, newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
 import { type DeliveryError, type EmailOutcome, noOutcome } from "../sending/integrations/types";
 import { outcomeUnknown } from "../sending/batch-settlement";
+import { notTakenYet, requestSeed } from "../sending/one-off";
 import { chooseIntegration } from "../sending/producer";
 import { loadMessageContext } from "../sending/send.repository";
 import { findSubscriber } from "../subscribers/subscribers.repository";
@@ -86,8 +86,7 @@ export const testSend = async (
   // The provider's key, and the message ids its request carries (as tags): a retry of this request
   // (same Idempotency-Key) asks with the same request under the same key, so the provider mails nobody
   // twice; without a key, fresh ones per test send.
-  const key = c.var.idempotency;
-  const seed = key ? (await sha256Hex(`${key.credentialId}\n${key.key}`)).slice(0, 32) : undefined;
+  const seed = await requestSeed(c);
   const providerKey = `test_send:${seed ?? newId("test_message")}`;
   const messageId = (i: number) => (seed ? `${idPrefixes.test_message}${seed.slice(0, 24).toUpperCase()}${String(i).padStart(2, "0")}` : newId("test_message"));
   const emails = request.emails.map((to, i) => ({ ...email, deliveryId: messageId(i), to, subject: `[Test] ${email.subject}` }));
@@ -98,16 +97,7 @@ export const testSend = async (
   for (let round = 0, pending = emails; pending.length > 0; round++) {
     // One try per request (with its own asks under the key): a person waits for this answer.
     const answer = await integration.sendBatch(pending, round === 0 ? providerKey : `${providerKey}:${round}`, { tries: 1 });
-    // Not taken yet (rate limited, provider trouble, no answer): not an outcome to report, or to
-    // store under the Idempotency-Key; the client's retry asks again.
-    if (answer.kind === "retry" || answer.kind === "deferred") {
-      const wait = Math.max(1, Math.ceil(answer.retryAfterSeconds ?? 5));
-      throw new ApiError(
-        "provider_unavailable",
-        `The mail provider did not take the test send yet (${answer.error.message}); retry after ${wait} seconds${key ? " with the same Idempotency-Key: nobody gets two copies" : ", with an Idempotency-Key so that a message the provider took without answering is not sent twice"}`,
-        { headers: { "Retry-After": String(wait) } },
-      );
-    }
+    if (answer.kind === "retry" || answer.kind === "deferred") throw notTakenYet(answer, "test send", seed !== undefined);
     if (answer.kind === "rejected" && !answer.earlierMayBeTaken) {
       outcomes.set(answer.deliveryId, { kind: "failed", error: answer.error });
       pending = pending.filter((e) => e.deliveryId !== answer.deliveryId);

@@ -8,20 +8,28 @@ import { publicLimitWait } from "../middleware/client-ip";
 import { readCapped } from "../middleware/request-context";
 import { SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
 import { type ConsentState, findConsentState, newsletterNameOf, resubscribeThroughLink, unsubscribeThroughLink } from "./consent.repository";
+import { type ConfirmState, confirmThroughLink, findConfirmState } from "./confirmation.repository";
+import { readConfirmToken, type ConfirmTarget } from "./confirm-token";
 import {
+  CONFIRM,
+  cannotConfirmPage,
   cannotResubscribePage,
   confirmPage,
+  confirmSubscriptionPage,
   invalidLinkPage,
+  ONE_CLICK,
   problemPage,
   resubscribedPage,
   sampleLinkPage,
+  subscriptionConfirmedPage,
   unsubscribedPage,
 } from "./pages";
 import { readUnsubscribeToken, type UnsubscribeTarget } from "./unsubscribe-token";
 
-// The public side of consent: the link in every message (RFC 8058 one-click, and the hosted page for
-// people). No credential; the signed token is the authority. A GET never changes anything; a POST
-// changes the subscriber and the delivery in one atomic batch and is idempotent.
+// The public side of consent: the unsubscribe link in every message (RFC 8058 one-click, and the
+// hosted page for people), and the confirmation (double opt-in) link. No credential; the signed token
+// is the authority. A GET never changes anything; a POST changes the subscriber (and the delivery) in
+// one atomic batch and is idempotent.
 
 
 /** Bodies a one-click POST or the page's form may carry; anything larger is refused unread. */
@@ -69,7 +77,7 @@ const linkTarget = async (c: Context<AppEnv>, { form }: { form: boolean }): Prom
   const target = await targetOf(c);
   if (!target) return respond(invalidLinkPage());
   if (form) {
-    const checked = await checkForm(c);
+    const checked = await checkForm(c, ONE_CLICK);
     if (!checked.ok) return checked.page;
   }
   if (target.subscriberId === SAMPLE_SUBSCRIBER_ID) return respond(await samplePage(c, target));
@@ -77,16 +85,16 @@ const linkTarget = async (c: Context<AppEnv>, { form }: { form: boolean }): Prom
 };
 
 /** What a page says of the link's subscriber. */
-const subjectOf = (c: Context<AppEnv>, state: ConsentState) => ({ newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") ?? "" });
+const subjectOf = (c: Context<AppEnv>, state: Pick<ConsentState, "newsletterName" | "email">) => ({ newsletterName: state.newsletterName, email: state.email, token: c.req.param("token") ?? "" });
 
 type FormCheck = { ok: true } | { ok: false; page: Response };
 
 /**
  * A one-click POST (RFC 8058) carries `List-Unsubscribe=One-Click`, form-encoded or as multipart; the
- * page's own form carries the same. An empty body is accepted too (some clients send none). Anything
- * else changes nothing.
+ * page's own form carries the same (a confirmation page's, `Confirm=Yes`). An empty body is accepted
+ * too (some clients send none). Anything else changes nothing.
  */
-const checkForm = async (c: Context<AppEnv>): Promise<FormCheck> => {
+const checkForm = async (c: Context<AppEnv>, [name, value]: readonly [string, string]): Promise<FormCheck> => {
   let bytes: Uint8Array;
   try {
     bytes = await readCapped(c, MAX_FORM_BYTES);
@@ -110,15 +118,53 @@ const checkForm = async (c: Context<AppEnv>): Promise<FormCheck> => {
     return { ok: false, page: respond(problemPage(400, "Unreadable request", "Use the button on this page.")) };
   }
   // RFC 8058's body is exactly `List-Unsubscribe=One-Click`; a client that ends it with a line break means the same.
-  const field = form.get("List-Unsubscribe");
-  if (typeof field !== "string" || field.trimEnd() !== "One-Click") {
+  const field = form.get(name);
+  if (typeof field !== "string" || field.trimEnd() !== value) {
     return { ok: false, page: respond(problemPage(400, "Unreadable request", "Use the button on this page.")) };
   }
   return { ok: true };
 };
 
+/** The confirmation link's target, or the answer that ends the request here (invalid link, refused form). */
+const confirmTarget = async (c: Context<AppEnv>, { form }: { form: boolean }): Promise<ConfirmTarget | Response> => {
+  const target = await readConfirmToken(c.var.signer, c.req.param("token") ?? "");
+  if (!target) return respond(invalidLinkPage());
+  if (form) {
+    const checked = await checkForm(c, CONFIRM);
+    if (!checked.ok) return checked.page;
+  }
+  return target;
+};
+
+/** A confirmation link's page for a subscriber that is not (or no longer) pending. */
+const afterConfirmation = (subject: ReturnType<typeof subjectOf>, status: ConfirmState["status"], changed: boolean) =>
+  respond(status === "active" ? subscriptionConfirmedPage(subject, changed) : cannotConfirmPage(subject));
+
 export const consentRouter = new Hono<AppEnv>()
   .use("/u/*", perIpLimit)
+  .use("/c/*", perIpLimit)
+  .get("/c/:token", async (c) => {
+    if (c.req.method === "HEAD") return notAllowed("GET, POST");
+    const target = await confirmTarget(c, { form: false });
+    if (target instanceof Response) return target;
+    const state = await findConfirmState(c.var.db.$client, target);
+    if (!state) return respond(invalidLinkPage());
+    const subject = subjectOf(c, state);
+    return state.status === "pending" ? respond(confirmSubscriptionPage(subject)) : afterConfirmation(subject, state.status, false);
+  })
+  .post("/c/:token", async (c) => {
+    const target = await confirmTarget(c, { form: true });
+    if (target instanceof Response) return target;
+    // The address the link was mailed to, as the subscriber has it now: the write confirms only that one.
+    const before = await findConfirmState(c.var.db.$client, target);
+    if (!before) return respond(invalidLinkPage());
+    if (before.status !== "pending") return afterConfirmation(subjectOf(c, before), before.status, false);
+    const { changed, state } = await confirmThroughLink(requestOutbox(c), target, before.email, Date.now());
+    if (!state) return respond(invalidLinkPage());
+    return afterConfirmation(subjectOf(c, state), state.status, changed);
+  })
+  .all("/c/:token", () => notAllowed("GET, POST"))
+  .all("/c/*", () => respond(invalidLinkPage()))
   .get("/u/:token", async (c) => {
     // Hono answers HEAD through the GET route; this page answers GET only.
     if (c.req.method === "HEAD") return notAllowed("GET, POST");

@@ -71,11 +71,19 @@ ${body}
 
 type Subject = { newsletterName: string; email: string; token: string };
 
-const oneClickForm = (action: string, label: string, secondary = false) =>
+/** A form that posts its one field (the pages' own confirmation that a person pressed the button). */
+const buttonForm = (action: string, label: string, [name, value]: readonly [string, string], secondary = false) =>
   `<form method="post" action="${escapeHtml(action)}">
-<input type="hidden" name="List-Unsubscribe" value="One-Click">
+<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">
 <button type="submit"${secondary ? ' class="secondary"' : ""}>${escapeHtml(label)}</button>
 </form>`;
+
+/** What an unsubscribe page's buttons post: RFC 8058's one-click body. */
+export const ONE_CLICK = ["List-Unsubscribe", "One-Click"] as const;
+/** What a confirmation page's button posts. */
+export const CONFIRM = ["Confirm", "Yes"] as const;
+
+const oneClickForm = (action: string, label: string, secondary = false) => buttonForm(action, label, ONE_CLICK, secondary);
 
 const heading = (newsletterName: string, title: string, icon: string) =>
   `<div class="badge" aria-hidden="true">${icon}</div>
@@ -141,6 +149,36 @@ export const cannotResubscribePage = ({ newsletterName }: Subject): Page =>
     `Subscribe to ${newsletterName}`,
     `${heading(newsletterName, "This link can’t subscribe you again", "ⓘ")}
 <p>Only an address that left through this link can come back through it. To subscribe again, sign up where you first did.</p>`,
+  );
+
+/** GET of a confirmation link: asks; changes nothing (mail scanners follow links). */
+export const confirmSubscriptionPage = ({ newsletterName, email, token }: Subject): Page =>
+  layout(
+    200,
+    `Confirm your subscription to ${newsletterName}`,
+    `${heading(newsletterName, "Confirm your subscription", "✉️")}
+<p>Press the button to receive <strong>${escapeHtml(newsletterName)}</strong> at ${maskedAddress(email)}.</p>
+${buttonForm(`/c/${token}`, "Confirm subscription", CONFIRM)}
+<p class="note">Didn’t ask for this? Ignore it: nothing is sent until you confirm.</p>`,
+  );
+
+/** After a confirmation: `now` when this request confirmed the address, else it was subscribed already (nothing changed). */
+export const subscriptionConfirmedPage = ({ newsletterName, email }: Subject, now: boolean): Page =>
+  layout(
+    200,
+    `Subscribed to ${newsletterName}`,
+    `${heading(newsletterName, now ? "Your subscription is confirmed" : "You’re subscribed", "✓")}
+<p class="done">${maskedAddress(email)} ${now ? "will receive" : "already receives"} ${escapeHtml(newsletterName)}.</p>
+<p class="note">Every message has an unsubscribe link at the bottom.</p>`,
+  );
+
+/** A confirmation link of an address that has since unsubscribed or bounced: it brings nobody back. */
+export const cannotConfirmPage = ({ newsletterName }: Subject): Page =>
+  layout(
+    409,
+    `Confirm your subscription to ${newsletterName}`,
+    `${heading(newsletterName, "This link can’t confirm a subscription any more", "ⓘ")}
+<p>The address left this sender’s list after the link was sent. To subscribe again, sign up where you first did.</p>`,
   );
 
 /** Every problem page: a title and one sentence, no detail about what exists. */

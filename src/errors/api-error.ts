@@ -13,6 +13,7 @@ export const errorCodes = {
   not_found: { status: 404, type: "invalid_request_error" },
   method_not_allowed: { status: 405, type: "invalid_request_error" },
   subscriber_exists: { status: 409, type: "invalid_request_error" },
+  subscriber_not_pending: { status: 409, type: "invalid_request_error" },
   campaign_not_sendable: { status: 409, type: "invalid_request_error" },
   campaign_not_editable: { status: 409, type: "invalid_request_error" },
   campaign_not_scheduled: { status: 409, type: "invalid_request_error" },

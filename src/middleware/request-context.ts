@@ -45,9 +45,9 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   const line = {
     request_id: requestId,
     method: c.req.method,
-    route: c.get("route") ?? unsubscribeRoute(c.req.method, c.req.path) ?? null,
-    // An unsubscribe token is the only authority over its subscriber's consent: never logged.
-    path: c.req.path.replace(UNSUBSCRIBE_TOKEN, "$1{token}"),
+    route: c.get("route") ?? linkRoute(c.req.method, c.req.path) ?? null,
+    // A link's token (unsubscribe, confirmation) is the only authority over its subscriber's consent: never logged.
+    path: c.req.path.replace(LINK_TOKEN, "$1{token}"),
     status,
     duration_ms: Date.now() - started,
     db_calls: trips.db.calls,
@@ -58,13 +58,14 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   log(level, "request", line);
 });
 
-/** The token segment of an unsubscribe path (`/u/{token}`, `/v1/u/{token}/resubscribe`). */
-const UNSUBSCRIBE_TOKEN = /^((?:\/v1)?\/u\/)[^/]+/;
+/** The token segment of a link's path (`/u/{token}`, `/v1/u/{token}/resubscribe`, `/c/{token}`). */
+const LINK_TOKEN = /^((?:\/v1)?\/[uc]\/)[^/]+/;
 
-/** The unsubscribe routes' names for the log (they are not apiRoutes). */
-const unsubscribeRoute = (method: string, path: string): string | undefined => {
-  const m = /^(?:\/v1)?\/u\/[^/]+(\/resubscribe)?\/?$/.exec(path);
-  return m ? `${method} /u/{token}${m[1] ?? ""}` : undefined;
+/** The link routes' names for the log (they are not apiRoutes). */
+const linkRoute = (method: string, path: string): string | undefined => {
+  const m = /^(?:\/v1)?\/(?:(u)\/[^/]+(\/resubscribe)?|(c)\/[^/]+)\/?$/.exec(path);
+  if (!m) return undefined;
+  return m[3] ? `${method} /c/{token}` : `${method} /u/{token}${m[2] ?? ""}`;
 };
 
 // drizzle() walks the whole schema to build its relational config: a fifth of a simple read's CPU

@@ -29,7 +29,8 @@ export type Addressee = Recipient & { id: string };
 /** The sample subscriber's id: well-formed, so its link has the real shape, and naming nobody. */
 export const SAMPLE_SUBSCRIBER_ID = "sub_00000000000000000000000000";
 
-const formatFrom = (context: Pick<MessageContext, "fromName" | "fromEmail">) =>
+/** The From header of a newsletter's mail: `"Name" <address>`, or the address alone. */
+export const formatFrom = (context: Pick<MessageContext, "fromName" | "fromEmail">) =>
   context.fromName ? `"${context.fromName.replace(/["\\]/g, "\\$&")}" <${context.fromEmail}>` : context.fromEmail;
 
 // Compiling a campaign (parsing and checking its templates, deriving its text part from the html)

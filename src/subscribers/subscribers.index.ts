@@ -16,7 +16,8 @@ import {
   TAGS_MAX,
   updateSubscriber,
 } from "./subscribers.repository";
-import { createSubscriber, getSubscriber, listSubscribers, updateSubscriber as updateRoute } from "./subscribers.routes";
+import { requestConfirmation as requestConfirmationMail } from "../consent/confirmation-mail";
+import { createSubscriber, getSubscriber, listSubscribers, requestConfirmation, updateSubscriber as updateRoute } from "./subscribers.routes";
 import { serializeSubscriber } from "./subscribers.schemas";
 
 const emailTaken = (email: string, existingId: string | undefined) =>
@@ -101,4 +102,18 @@ export const subscribersRouter = createRouter()
     const request = { list: `subscribers:${workspace_id}`, filters: filter, after, limit };
     const page = await listPage(c, request, (position, take) => listSubscribersPage(c.var.db, workspace_id, filter, position, take), serializeSubscriber);
     return c.json(page, 200);
+  })
+  .openapi(requestConfirmation, async (c) => {
+    const { workspace_id, subscriber_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const answer = envelope(
+      await requestConfirmationMail(c, workspace_id, subscriber_id, {
+        newsletterId: body.newsletter_id,
+        send: body.send ?? true,
+        integrationSlug: body.integration_slug ?? undefined,
+      }),
+    );
+    // Nothing to write but the answer a retry with the same Idempotency-Key gets.
+    await commit(c, [], { status: 200, body: answer });
+    return c.json(answer, 200);
   });

@@ -1,7 +1,10 @@
+import { providerUnavailable } from "../errors/openapi";
 import { apiRoute } from "../lib/route";
 import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import {
+  ConfirmationSchema,
   CreateSubscriberBody,
+  RequestConfirmationBody,
   ListSubscribersQuery,
   SubscriberParams,
   SubscriberSchema,
@@ -69,5 +72,25 @@ export const listSubscribers = apiRoute({
       description: "A page of subscribers",
       content: { "application/json": { schema: pageEnvelope(SubscriberSchema) } },
     },
+  },
+});
+
+export const requestConfirmation = apiRoute({
+  errorCodes: { 400: ["resource_missing", "unknown_integration", "integration_not_configured"], 409: ["subscriber_not_pending"] },
+  method: "post",
+  path: "/workspaces/{workspace_id}/subscribers/{subscriber_id}/confirmation",
+  tags: ["Subscribers"],
+  summary: "Request a subscriber confirmation",
+  description:
+    "Double opt-in: mails a `pending` subscriber a link, from the newsletter's sender, whose page confirms the subscription (`pending` → `active`, a `subscriber.updated` event); or, with `send: false`, only makes the link. Any other status is a 409 `subscriber_not_pending`. Test credentials deliver through `sandbox`. When the provider did not take the mail yet, the answer is a 503 `provider_unavailable` with `Retry-After`, not stored: the same request with the same Idempotency-Key tries again under the same provider key, so nobody gets two copies.",
+  scope: "subscribers:write",
+  idempotent: true,
+  request: {
+    params: SubscriberParams,
+    body: { required: true, content: { "application/json": { schema: RequestConfirmationBody } } },
+  },
+  responses: {
+    200: { description: "The link, and what came of mailing it", content: { "application/json": { schema: dataEnvelope(ConfirmationSchema) } } },
+    503: providerUnavailable,
   },
 });

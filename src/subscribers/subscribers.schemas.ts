@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { subscribers } from "../db/schema";
 import { EMAIL_MAX_LENGTH } from "../lib/email";
+import { SendCampaignBody } from "../campaigns/campaigns.schemas";
 import {
   afterQuery,
   emailAddress,
@@ -10,6 +11,7 @@ import {
   optionalText,
   queryEnum,
   queryText,
+  rawText,
   TAG_MAX_LENGTH,
   tagList,
 } from "../lib/schemas";
@@ -126,3 +128,37 @@ export const serializeSubscriber = (row: typeof subscribers.$inferSelect): Subsc
   created_at: iso(row.createdAt),
   updated_at: iso(row.updatedAt),
 });
+
+export const RequestConfirmationBody = z
+  .strictObject({
+    newsletter_id: rawText(100).openapi({
+      description: "The newsletter the subscriber is asked to confirm: its name is on the page and in the mail, which comes from its sender.",
+      example: "nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T",
+    }),
+    send: z.boolean().optional().openapi({
+      description: "Omitted or `true`: the service mails the link now. `false`: it only makes the link, for a mail of your own.",
+    }),
+    integration_slug: SendCampaignBody.shape.integration_slug,
+  })
+  .openapi("RequestConfirmationRequest", { example: { newsletter_id: "nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T" } });
+
+export const ConfirmationSchema = z
+  .object({
+    object: z.literal("subscriber_confirmation"),
+    subscriber_id: z.string(),
+    newsletter_id: z.string(),
+    email: z.string().openapi({ description: "The address the link confirms (a link for an address the subscriber no longer has confirms nothing)." }),
+    confirmation_url: z.string().openapi({
+      description: "`{PUBLIC_BASE_URL}/c/{token}`: its page asks, its button confirms (`pending` → `active`). It does not expire.",
+      example: "https://news.example.com/c/c3ViXzAx…",
+    }),
+    result: z
+      .object({
+        status: z.enum(["sent", "failed"]),
+        provider_message_id: z.string().nullable(),
+        error: z.object({ code: z.string(), message: z.string() }).nullable(),
+      })
+      .nullable()
+      .openapi("ConfirmationSendResult", { description: "What came of mailing the link; `null` with `send: false`." }),
+  })
+  .openapi("SubscriberConfirmation");

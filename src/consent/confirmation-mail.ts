@@ -1,0 +1,88 @@
+import type { Context } from "hono";
+import { ApiError, notFound, resourceMissing } from "../errors/api-error";
+import { escapeHtml } from "../lib/html";
+import { idPrefixes, newId } from "../lib/ids";
+import { publicBaseUrl } from "../lib/public-origin";
+import type { AppEnv } from "../lib/types";
+import { findNewsletter } from "../newsletters/newsletters.repository";
+import { outcomeUnknown } from "../sending/batch-settlement";
+import { formatFrom } from "../sending/compose";
+import { type EmailOutcome, noOutcome, type OutboundEmail } from "../sending/integrations/types";
+import { notTakenYet, requestSeed } from "../sending/one-off";
+import { chooseIntegration } from "../sending/producer";
+import { findSubscriber } from "../subscribers/subscribers.repository";
+import { confirmToken, confirmUrl } from "./confirm-token";
+
+// A pending subscriber's confirmation (double opt-in): the signed link that makes them `active`
+// (GET /c/{token} asks, POST confirms: consent.index.ts), mailed from a newsletter on request.
+
+export type ConfirmationRequest = { newsletterId: string; send: boolean; integrationSlug: string | undefined };
+
+/** The confirmation message: the newsletter's name and sender, one button, the link written out too. */
+const confirmationEmail = (
+  newsletter: { name: string; fromName: string | null; fromEmail: string; replyTo: string | null },
+  to: string,
+  url: string,
+  messageId: string,
+): OutboundEmail => {
+  const name = escapeHtml(newsletter.name);
+  const href = escapeHtml(url);
+  return {
+    deliveryId: messageId,
+    from: formatFrom(newsletter),
+    replyTo: newsletter.replyTo,
+    to,
+    subject: `Confirm your subscription to ${newsletter.name.replace(/[\r\n\u2028\u2029]+/g, " ")}`,
+    html: `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>Confirm your subscription</title></head>
+<body style="margin:0;padding:24px 16px;background:#f4f5f7;font:16px/1.55 -apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,Arial,sans-serif;color:#1c1e21">
+<div style="max-width:480px;margin:0 auto;background:#fff;border:1px solid #e3e6ea;border-radius:12px;padding:28px 24px">
+<p style="margin:0 0 4px;color:#5f6672;font-size:14px">${name}</p>
+<h1 style="margin:0 0 12px;font-size:22px;line-height:1.3">Confirm your subscription</h1>
+<p style="margin:0 0 20px">Press the button to start receiving ${name}.</p>
+<p style="margin:0 0 20px"><a href="${href}" style="display:inline-block;background:#1f5eff;color:#fff;text-decoration:none;font-weight:600;padding:12px 20px;border-radius:10px">Confirm subscription</a></p>
+<p style="margin:0;color:#5f6672;font-size:14px">Or open this link: <a href="${href}" style="color:#1f5eff;word-break:break-all">${href}</a></p>
+<p style="margin:16px 0 0;color:#5f6672;font-size:14px">Didn’t ask for this? Ignore this message: nothing is sent until you confirm.</p>
+</div></body></html>
+`,
+    text: `Confirm your subscription to ${newsletter.name}\n\nOpen this link to start receiving it:\n${url}\n\nDidn’t ask for this? Ignore this message: nothing is sent until you confirm.\n`,
+    headers: {},
+  };
+};
+
+export const requestConfirmation = async (c: Context<AppEnv>, workspaceId: string, subscriberId: string, request: ConfirmationRequest) => {
+  // The integration first: a request it cannot serve reads nothing.
+  const integration = request.send ? chooseIntegration(request.integrationSlug, c.var.principal.mode, c.env).integration : undefined;
+  const [subscriber, newsletter] = await Promise.all([
+    findSubscriber(c.var.db, workspaceId, subscriberId),
+    findNewsletter(c.var.db, workspaceId, request.newsletterId),
+  ]);
+  if (!subscriber) throw notFound("subscriber", subscriberId);
+  if (!newsletter) throw resourceMissing("newsletter_id", "newsletter", request.newsletterId);
+  if (subscriber.status !== "pending") {
+    throw new ApiError("subscriber_not_pending", `Subscriber ${subscriberId} is ${subscriber.status}: only a pending subscriber is asked to confirm`);
+  }
+  const url = confirmUrl(publicBaseUrl(c.env), await confirmToken(c.var.signer, subscriber, newsletter.id));
+  const answer = { object: "subscriber_confirmation" as const, subscriber_id: subscriber.id, newsletter_id: newsletter.id, email: subscriber.email, confirmation_url: url };
+  if (!integration) return { ...answer, result: null };
+
+  const seed = await requestSeed(c);
+  const messageId = seed ? `${idPrefixes.test_message}${seed.slice(0, 26).toUpperCase()}` : newId("test_message");
+  const email = confirmationEmail(newsletter, subscriber.email, url, messageId);
+  const sent = await integration.sendBatch([email], `confirmation:${seed ?? messageId}`, { tries: 1 });
+  if (sent.kind === "retry" || sent.kind === "deferred") throw notTakenYet(sent, "confirmation mail", seed !== undefined);
+  const outcome: EmailOutcome =
+    sent.kind === "answered"
+      ? (sent.outcomes.get(messageId) ?? noOutcome)
+      : sent.kind === "unasked"
+        ? noOutcome
+        : // A refusal beside an ask that may have been taken (timed out, or a 5xx) proves nothing: not sent again.
+          { kind: "failed", error: sent.earlierMayBeTaken ? outcomeUnknown : sent.error };
+  return {
+    ...answer,
+    result:
+      outcome.kind === "sent"
+        ? { status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
+        : { status: "failed" as const, provider_message_id: null, error: outcome.error },
+  };
+};

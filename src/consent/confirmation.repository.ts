@@ -1,0 +1,49 @@
+import { outboxStatement } from "../events/outbox";
+import { addressDigest, type ConfirmTarget } from "./confirm-token";
+
+// Confirmations made through a confirmation (double opt-in) link: `pending` → `active`, in one atomic
+// batch with its event, reading back what the page shows.
+
+/** What a confirmation page shows and decides on. */
+export type ConfirmState = {
+  email: string;
+  status: "active" | "unsubscribed" | "bounced" | "pending";
+  newsletterName: string;
+};
+
+type StateRow = { email: string; status: ConfirmState["status"]; newsletter_name: string };
+
+// The subscriber and the newsletter must be of one workspace.
+const STATE_SQL = `
+  SELECT s.email, s.status, n.name AS newsletter_name
+    FROM subscribers s JOIN newsletters n ON n.id = ?2 AND n.workspace_id = s.workspace_id
+   WHERE s.id = ?1`;
+
+/** The state, while the link names a subscriber still at the address it was mailed to. */
+const toState = async (target: ConfirmTarget, row: StateRow | undefined | null): Promise<ConfirmState | undefined> =>
+  row && (await addressDigest(row.email)) === target.addressDigest ? { email: row.email, status: row.status, newsletterName: row.newsletter_name } : undefined;
+
+/** The page's state; undefined when the link names nothing (deleted, another deployment, an old address). */
+export const findConfirmState = async (d1: D1Database, target: ConfirmTarget) =>
+  toState(target, await d1.prepare(STATE_SQL).bind(target.subscriberId, target.newsletterId).first<StateRow>());
+
+/**
+ * Confirms a `pending` subscriber still at `email` (the address the page read and the link names):
+ * `active`, with a `subscriber.updated` event. Any other status stays as it is (someone who
+ * unsubscribed or bounced since is not brought back by an old link); a repeat changes nothing.
+ */
+export const confirmThroughLink = async (d1: D1Database, target: ConfirmTarget, email: string, now: number) => {
+  const results = await d1.batch<StateRow>([
+    d1
+      .prepare(
+        `UPDATE subscribers SET status = 'active', status_source = NULL, status_campaign_id = NULL, updated_at = ?3
+          WHERE id = ?1 AND status = 'pending' AND email = ?2
+            AND EXISTS (SELECT 1 FROM newsletters n WHERE n.id = ?4 AND n.workspace_id = subscribers.workspace_id)`,
+      )
+      .bind(target.subscriberId, email, now, target.newsletterId),
+    // Written iff the statement above confirmed them; `d1` dispatches it (withOutbox).
+    outboxStatement(d1, { type: "subscriber.updated", resource: "subscriber", id: target.subscriberId }, now),
+    d1.prepare(STATE_SQL).bind(target.subscriberId, target.newsletterId),
+  ]);
+  return { changed: results[0]?.meta.changes === 1, state: await toState(target, results.at(-1)?.results[0]) };
+};
