@@ -105,3 +105,42 @@ describe("the unsubscribe page in headless Chromium, from a real send, with ever
     await context.close();
   });
 });
+
+describe("the confirmation page in headless Chromium, with every other origin unreachable", () => {
+  it("asks on a phone and a desktop, confirms with one press, and the API sees the subscriber active", async () => {
+    const workspace = await api(ADMIN_TOKEN, "POST", "/admin/workspaces", { name: "Opt-in Co" }, 201);
+    const { token } = await api(ADMIN_TOKEN, "POST", "/admin/credentials", { mode: "test", workspace_ids: [workspace.id] }, 201);
+    const ws = `/v1/workspaces/${workspace.id}`;
+    const newsletter = await api(token, "POST", `${ws}/newsletters`, { name: "The Field Notes", from_email: "notes@example.com" }, 201);
+    const subscriber = await api(token, "POST", `${ws}/subscribers`, { email: "katherine.johnson@example.com", status: "pending" }, 201);
+    // Mailed through the sandbox (a test credential): the link is the one the message carries.
+    const asked = await api(token, "POST", `${ws}/subscribers/${subscriber.id}/confirmation`, { newsletter_id: newsletter.id }, 200);
+    expect(asked.result.status).toBe("sent");
+
+    const { context, blocked } = await offlineContext(await browser(), origin, { javaScriptEnabled: false });
+    const page = await context.newPage();
+    // (PUBLIC_BASE_URL is the default origin here; the worker runs on a port of its own.)
+    const opened = await page.goto(`${origin}${new URL(asked.confirmation_url).pathname}`);
+    expect(opened?.status()).toBe(200);
+    await page.getByRole("heading", { name: "Confirm your subscription" }).waitFor();
+    const body = await page.locator("body").innerText();
+    expect(body).toContain("The Field Notes");
+    expect(body).not.toContain("katherine.johnson@example.com");
+    expect((await api(token, "GET", `${ws}/subscribers/${subscriber.id}`, undefined, 200)).status).toBe("pending");
+
+    for (const width of [375, 1280]) {
+      await page.setViewportSize({ width, height: width === 375 ? 740 : 900 });
+      const box = await page.getByRole("button", { name: "Confirm subscription" }).boundingBox();
+      expect(box && box.x >= 0 && box.x + box.width <= width && box.height >= 44, `button at ${width}px: ${JSON.stringify(box)}`).toBe(true);
+      expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(width);
+      await page.screenshot({ path: screenshotPath(`confirm-${width}.png`), fullPage: true });
+    }
+
+    await page.getByRole("button", { name: "Confirm subscription" }).click();
+    await page.getByRole("heading", { name: "Your subscription is confirmed" }).waitFor();
+    await page.screenshot({ path: screenshotPath("confirmed-1280.png"), fullPage: true });
+    expect((await api(token, "GET", `${ws}/subscribers/${subscriber.id}`, undefined, 200)).status).toBe("active");
+    expect(blocked, "requests to other origins").toEqual([]);
+    await context.close();
+  });
+});
