@@ -50,7 +50,7 @@ const confirmationEmail = (
   };
 };
 
-export const requestConfirmation = async (c: Context<AppEnv>, workspaceId: string, subscriberId: string, request: ConfirmationRequest) => {
+export const askToConfirm = async (c: Context<AppEnv>, workspaceId: string, subscriberId: string, request: ConfirmationRequest) => {
   // The integration first: a request it cannot serve reads nothing.
   const integration = request.send ? chooseIntegration(request.integrationSlug, c.var.principal.mode, c.env).integration : undefined;
   const [subscriber, newsletter] = await Promise.all([

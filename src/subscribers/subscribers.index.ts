@@ -16,7 +16,7 @@ import {
   TAGS_MAX,
   updateSubscriber,
 } from "./subscribers.repository";
-import { requestConfirmation as requestConfirmationMail } from "../consent/confirmation-mail";
+import { askToConfirm } from "../consent/confirmation-mail";
 import { createSubscriber, getSubscriber, listSubscribers, requestConfirmation, updateSubscriber as updateRoute } from "./subscribers.routes";
 import { serializeSubscriber } from "./subscribers.schemas";
 
@@ -107,7 +107,7 @@ export const subscribersRouter = createRouter()
     const { workspace_id, subscriber_id } = c.req.valid("param");
     const body = c.req.valid("json");
     const answer = envelope(
-      await requestConfirmationMail(c, workspace_id, subscriber_id, {
+      await askToConfirm(c, workspace_id, subscriber_id, {
         newsletterId: body.newsletter_id,
         send: body.send ?? true,
         integrationSlug: body.integration_slug ?? undefined,
