@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { jsonBytes, MAX_BATCH_BYTES, MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
+import { HELD_MAIL_BYTES, heldMail, jsonBytes, MAX_BATCH_BYTES, MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
 import { seedSubscribers, until } from "./helpers";
@@ -110,6 +110,28 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(resend.calls.map((call) => call.messages.length)).toEqual([fit, 25 - fit]);
     expectEachMailedOnce(resend, 25);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 25, delivered: 25, failed: 0 } });
+  });
+
+  it("holds at most HELD_MAIL_BYTES of rendered mail across the steps of one queue batch, and mails everyone once", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 400);
+    const resend = mockResend();
+    // Each batch is answered after 400 ms, so the chunks' steps overlap while they wait.
+    resend.inject(...Array.from({ length: 20 }, () => ({ kind: "slow", ms: 400 }) as const));
+    // About 90 KB a message: each of the four chunks' steps would hold a full batch (8 MiB) at once.
+    const html = `<p>Hi {{ subscriber.email }}</p><p>${"Long read. ".repeat(8_200)}</p>`;
+    const campaign = await createCampaign(h.t, { subject: "Long", html, text: "Plain {{ subscriber.email }}" });
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out: one message per chunk of 100
+    expect(h.queue.messages).toHaveLength(4);
+    await h.drain();
+
+    // Three steps held a full batch side by side; the fourth waited for one of them to be answered.
+    expect(heldMail.peak).toBeGreaterThan(2 * MAX_BATCH_BYTES);
+    expect(heldMail.peak).toBeLessThanOrEqual(HELD_MAIL_BYTES);
+    expectEachMailedOnce(resend, 400);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 400, delivered: 400, failed: 0 } });
   });
 
   it("counts a text's bytes in a JSON request as an encoder does", () => {

@@ -1,5 +1,6 @@
 import { TemplateError } from "../content";
 import { backoffSeconds } from "../lib/backoff";
+import { ByteBudget, Turns } from "../lib/byte-budget";
 import { sha256Hex } from "../lib/crypto";
 import { type BatchMember, type Settlement, settleBatch, settleExpiredKey, settleWithoutProvider } from "./batch-settlement";
 import { type Composer, composeEmail } from "./compose";
@@ -39,6 +40,17 @@ export const jsonBytes = (text: string): number => {
   }
   return bytes;
 };
+
+/**
+ * Rendered mail the isolate's delivery steps hold at once, counted as MAX_BATCH_BYTES counts it: the
+ * queue runs up to 25 steps side by side, each holding its batch (and the request's body made from
+ * it) until its request is answered, which for large newsletters would pass an isolate's 128 MB.
+ * Steps render one at a time, taking from this budget as they go (src/lib/byte-budget.ts); three
+ * full batches fit, and a batch of small messages never waits.
+ */
+export const HELD_MAIL_BYTES = 3 * MAX_BATCH_BYTES;
+export const heldMail = new ByteBudget(HELD_MAIL_BYTES);
+const renderTurns = new Turns();
 
 /** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */
 export const MAX_DELIVERY_ATTEMPTS = 5;
@@ -151,32 +163,43 @@ const handOver = async (
   // Before the batch's first request, the batch is what fits in MAX_BATCH_BYTES; after it, its
   // members are fixed (they fitted then).
   let full = false;
-  for (const [i, row] of rows.entries()) {
-    // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them; nor
-    // an old address (the subscriber's is another now), with the new one's data.
-    if (!row.active) local.set(row.id, recipientInactive);
-    else if (!row.sameAddress) local.set(row.id, recipientChanged);
-    // Not in the batch's latest request: never asked under its key again. Past the bound: left for
-    // a batch of its own (never asked under this key either).
-    else if (row.askedSeq < latest || full) continue;
-    else {
-      if (i > 0 && i % RENDERS_BETWEEN_YIELDS === 0) await yieldToEventLoop();
-      let email: OutboundEmail;
-      try {
-        email = await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
-      } catch (err) {
-        if (!(err instanceof TemplateError)) throw err;
-        local.set(row.id, renderFailed(err));
-        continue;
+  // Taken from the isolate's budget (given back once the request is answered, or on an error).
+  let heldBytes = 0;
+  const endTurn = await renderTurns.acquire();
+  try {
+    for (const [i, row] of rows.entries()) {
+      // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them; nor
+      // an old address (the subscriber's is another now), with the new one's data.
+      if (!row.active) local.set(row.id, recipientInactive);
+      else if (!row.sameAddress) local.set(row.id, recipientChanged);
+      // Not in the batch's latest request: never asked under its key again. Past the bound: left for
+      // a batch of its own (never asked under this key either).
+      else if (row.askedSeq < latest || full) continue;
+      else {
+        if (i > 0 && i % RENDERS_BETWEEN_YIELDS === 0) await yieldToEventLoop();
+        let email: OutboundEmail;
+        try {
+          email = await composeEmail(composer, { id: row.subscriberId, email: row.email, ...row.fields }, row.id);
+        } catch (err) {
+          if (!(err instanceof TemplateError)) throw err;
+          local.set(row.id, renderFailed(err));
+          continue;
+        }
+        const size = jsonBytes(email.subject) + jsonBytes(email.html ?? "") + jsonBytes(email.text);
+        if (latest === 0 && emails.length > 0 && bytes + size > MAX_BATCH_BYTES) {
+          full = true;
+          continue;
+        }
+        bytes += size;
+        heldBytes += await heldMail.take(size);
+        emails.push(email);
       }
-      const size = jsonBytes(email.subject) + jsonBytes(email.html ?? "") + jsonBytes(email.text);
-      if (latest === 0 && emails.length > 0 && bytes + size > MAX_BATCH_BYTES) {
-        full = true;
-        continue;
-      }
-      bytes += size;
-      emails.push(email);
     }
+  } catch (err) {
+    heldMail.give(heldBytes);
+    throw err;
+  } finally {
+    endTurn();
   }
 
   // Right before each request leaves (it may wait for the provider's rate first), one D1 batch looks
@@ -207,15 +230,20 @@ const handOver = async (
     for (const id of back) askedSeq.set(id, seq - 1);
     lastSeq = beforeLook;
   };
-  const answer: BatchAnswer =
-    emails.length === 0
-      ? { kind: "unasked" }
-      : await integration.sendBatch(emails, await batchKey(operationId, chunkIds), {
-          beforeRequest,
-          requestWithdrawn,
-          // A hedge asks for the request the last look numbered, while all of it is still to be asked.
-          beforeHedge: async (ids) => lastSeq !== undefined && hedgeStillAskable(d1, ids, chunkIds, lastSeq),
-        });
+  let answer: BatchAnswer;
+  try {
+    answer =
+      emails.length === 0
+        ? { kind: "unasked" }
+        : await integration.sendBatch(emails, await batchKey(operationId, chunkIds), {
+            beforeRequest,
+            requestWithdrawn,
+            // A hedge asks for the request the last look numbered, while all of it is still to be asked.
+            beforeHedge: async (ids) => lastSeq !== undefined && hedgeStillAskable(d1, ids, chunkIds, lastSeq),
+          });
+  } finally {
+    heldMail.give(heldBytes);
+  }
   if (answer.kind === "deferred") return { deferred: answer };
 
   const handedOver = new Set(emails.map((email) => email.deliveryId));
