@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
-import type { Browser } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { launchChromium, offlineContext, screenshotPath } from "./harness/browser";
 import { ADMIN_TOKEN } from "./harness/worker";
 
@@ -10,6 +10,20 @@ const browser = () => (launched ??= launchChromium());
 afterAll(async () => {
   await (await launched?.catch(() => undefined))?.close();
 });
+
+/**
+ * On a 375 px phone and a 1280 px desktop, the page's one button is on screen, a comfortable tap
+ * target, and nothing scrolls sideways; a screenshot of each (`{shot}-{width}.png`).
+ */
+const expectButtonFits = async (page: Page, name: string, shot: string) => {
+  for (const width of [375, 1280]) {
+    await page.setViewportSize({ width, height: width === 375 ? 740 : 900 });
+    const box = await page.getByRole("button", { name }).boundingBox();
+    expect(box && box.x >= 0 && box.x + box.width <= width && box.height >= 44, `button at ${width}px: ${JSON.stringify(box)}`).toBe(true);
+    expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(width);
+    await page.screenshot({ path: screenshotPath(`${shot}-${width}.png`), fullPage: true });
+  }
+};
 
 /** One call to the local worker's API; every answer here must be the expected status. */
 const api = async (token: string, method: string, path: string, body: unknown, expected: number) => {
@@ -84,15 +98,7 @@ describe("the unsubscribe page in headless Chromium, from a real send, with ever
     // Opening the page changed nothing.
     expect((await api(sent.token, "GET", `${sent.ws}/subscribers/${sent.subscriberId}`, undefined, 200)).status).toBe("active");
 
-    for (const width of [375, 1280]) {
-      await page.setViewportSize({ width, height: width === 375 ? 740 : 900 });
-      const button = page.getByRole("button", { name: "Unsubscribe" });
-      const box = await button.boundingBox();
-      // The one button is on screen, a comfortable tap target, and nothing scrolls sideways.
-      expect(box && box.x >= 0 && box.x + box.width <= width && box.height >= 44, `button at ${width}px: ${JSON.stringify(box)}`).toBe(true);
-      expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(width);
-      await page.screenshot({ path: screenshotPath(`unsubscribe-${width}.png`), fullPage: true });
-    }
+    await expectButtonFits(page, "Unsubscribe", "unsubscribe");
 
     await page.getByRole("button", { name: "Unsubscribe" }).click();
     await page.getByRole("heading", { name: "You’re unsubscribed" }).waitFor();
@@ -128,13 +134,7 @@ describe("the confirmation page in headless Chromium, with every other origin un
     expect(body).not.toContain("katherine.johnson@example.com");
     expect((await api(token, "GET", `${ws}/subscribers/${subscriber.id}`, undefined, 200)).status).toBe("pending");
 
-    for (const width of [375, 1280]) {
-      await page.setViewportSize({ width, height: width === 375 ? 740 : 900 });
-      const box = await page.getByRole("button", { name: "Confirm subscription" }).boundingBox();
-      expect(box && box.x >= 0 && box.x + box.width <= width && box.height >= 44, `button at ${width}px: ${JSON.stringify(box)}`).toBe(true);
-      expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(width);
-      await page.screenshot({ path: screenshotPath(`confirm-${width}.png`), fullPage: true });
-    }
+    await expectButtonFits(page, "Confirm subscription", "confirm");
 
     await page.getByRole("button", { name: "Confirm subscription" }).click();
     await page.getByRole("heading", { name: "Your subscription is confirmed" }).waitFor();
