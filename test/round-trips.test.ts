@@ -82,6 +82,16 @@ describe("round trips per route", () => {
     expect(batch).toHaveBeenCalledTimes(8);
   });
 
+  it("a confirmation request costs one D1 read (subscriber and newsletter together), and with an Idempotency-Key the commit of its answer", async () => {
+    const t = await tenant();
+    await warm(t);
+    const newsletter = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "n@example.com" } });
+    const pending = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "p@example.com", status: "pending" } });
+    const path = `${t.ws}/subscribers/${pending.body.data.id}/confirmation`;
+    expectBudget(await t.call("POST", path, { body: { newsletter_id: newsletter.body.data.id } }), { db: 1, kv: 0 });
+    expectBudget(await t.call("POST", path, { body: { newsletter_id: newsletter.body.data.id }, headers: key("budget-confirm-1") }), { db: 2, kv: 1 });
+  });
+
   it("a replay from KV costs no D1 call at all", async () => {
     const t = await tenant();
     await warm(t);

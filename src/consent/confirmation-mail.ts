@@ -4,14 +4,13 @@ import { escapeHtml } from "../lib/html";
 import { idPrefixes, newId } from "../lib/ids";
 import { publicBaseUrl } from "../lib/public-origin";
 import type { AppEnv } from "../lib/types";
-import { findNewsletter } from "../newsletters/newsletters.repository";
 import { outcomeUnknown } from "../sending/batch-settlement";
 import { formatFrom } from "../sending/compose";
 import { type EmailOutcome, noOutcome, type OutboundEmail } from "../sending/integrations/types";
 import { notTakenYet, requestSeed } from "../sending/one-off";
 import { chooseIntegration } from "../sending/producer";
-import { findSubscriber } from "../subscribers/subscribers.repository";
 import { confirmToken, confirmUrl } from "./confirm-token";
+import { findConfirmationParties } from "./confirmation.repository";
 
 // A pending subscriber's confirmation (double opt-in): the signed link that makes them `active`
 // (GET /c/{token} asks, POST confirms: consent.index.ts), mailed from a newsletter on request.
@@ -53,10 +52,7 @@ const confirmationEmail = (
 export const askToConfirm = async (c: Context<AppEnv>, workspaceId: string, subscriberId: string, request: ConfirmationRequest) => {
   // The integration first: a request it cannot serve reads nothing.
   const integration = request.send ? chooseIntegration(request.integrationSlug, c.var.principal.mode, c.env).integration : undefined;
-  const [subscriber, newsletter] = await Promise.all([
-    findSubscriber(c.var.db, workspaceId, subscriberId),
-    findNewsletter(c.var.db, workspaceId, request.newsletterId),
-  ]);
+  const { subscriber, newsletter } = await findConfirmationParties(c.var.db.$client, workspaceId, subscriberId, request.newsletterId);
   if (!subscriber) throw notFound("subscriber", subscriberId);
   if (!newsletter) throw resourceMissing("newsletter_id", "newsletter", request.newsletterId);
   if (subscriber.status !== "pending") {

@@ -47,3 +47,32 @@ export const confirmThroughLink = async (d1: D1Database, target: ConfirmTarget, 
   ]);
   return { changed: results[0]?.meta.changes === 1, state: await toState(target, results.at(-1)?.results[0]) };
 };
+
+/** Who a confirmation is asked of and which newsletter it comes from, read together (one D1 call); each null when not in the workspace. */
+export const findConfirmationParties = async (d1: D1Database, workspaceId: string, subscriberId: string, newsletterId: string) => {
+  const row = await d1
+    .prepare(
+      `SELECT s.id AS subscriber_id, s.email, s.status, n.id AS newsletter_id, n.name, n.from_email, n.from_name, n.reply_to
+         FROM (SELECT 1)
+         LEFT JOIN subscribers s ON s.id = ?2 AND s.workspace_id = ?1
+         LEFT JOIN newsletters n ON n.id = ?3 AND n.workspace_id = ?1`,
+    )
+    .bind(workspaceId, subscriberId, newsletterId)
+    .first<{
+      subscriber_id: string | null;
+      email: string | null;
+      status: ConfirmState["status"] | null;
+      newsletter_id: string | null;
+      name: string | null;
+      from_email: string | null;
+      from_name: string | null;
+      reply_to: string | null;
+    }>();
+  return {
+    subscriber: row?.subscriber_id && row.email && row.status ? { id: row.subscriber_id, email: row.email, status: row.status } : null,
+    newsletter:
+      row?.newsletter_id && row.name !== null && row.from_email
+        ? { id: row.newsletter_id, name: row.name, fromEmail: row.from_email, fromName: row.from_name, replyTo: row.reply_to }
+        : null,
+  };
+};
