@@ -76,9 +76,20 @@ describe("POST /subscribers/{subscriber_id}/confirmation", () => {
     expectError(await requestLink(t, sub.id, { newsletter_id: foreign.id }), 400, "resource_missing", "newsletter_id");
     expectError(await requestLink(t, sub.id, {}), 400, "validation_failed", "newsletter_id");
     expectError(await requestLink(t, sub.id, { newsletter_id: nl.id, extra: 1 }), 400, "validation_failed", "extra");
-    expectError(await requestLink(t, sub.id, { newsletter_id: nl.id, integration_slug: "postmark" }), 400, "unknown_integration", "integration_slug");
+    for (const send of [true, false]) {
+      expectError(await requestLink(t, sub.id, { newsletter_id: nl.id, send, integration_slug: "postmark" }), 400, "unknown_integration", "integration_slug");
+    }
     // Another workspace's subscriber is not found either.
     expectError(await requestLink(other, sub.id, { newsletter_id: foreign.id }), 404, "not_found");
+  });
+
+  it("a live deployment with no integration configured can make the link, but not mail it", async () => {
+    const t = await tenant("Acme", "live");
+    const nl = await createNewsletter(t);
+    const sub = await pendingSubscriber(t);
+    expect((await requestLink(t, sub.id, { newsletter_id: nl.id, send: false })).body.data.result).toBeNull();
+    expectError(await requestLink(t, sub.id, { newsletter_id: nl.id }), 400, "integration_not_configured", "integration_slug");
+    expectError(await requestLink(t, sub.id, { newsletter_id: nl.id, send: false, integration_slug: "resend" }), 400, "unknown_integration", "integration_slug");
   });
 
   it("needs subscribers:write", async () => {

@@ -50,8 +50,10 @@ const confirmationEmail = (
 };
 
 export const askToConfirm = async (c: Context<AppEnv>, workspaceId: string, subscriberId: string, request: ConfirmationRequest) => {
-  // The integration first: a request it cannot serve reads nothing.
-  const integration = request.send ? chooseIntegration(request.integrationSlug, c.var.principal.mode, c.env).integration : undefined;
+  // The integration first, as for a send (one named is checked even when nothing is mailed, so a
+  // typo shows at once): a request it cannot serve reads nothing. Only making the link needs none.
+  const integration =
+    request.send || request.integrationSlug !== undefined ? chooseIntegration(request.integrationSlug, c.var.principal.mode, c.env).integration : undefined;
   const { subscriber, newsletter } = await findConfirmationParties(c.var.db.$client, workspaceId, subscriberId, request.newsletterId);
   if (!subscriber) throw notFound("subscriber", subscriberId);
   if (!newsletter) throw resourceMissing("newsletter_id", "newsletter", request.newsletterId);
@@ -60,7 +62,7 @@ export const askToConfirm = async (c: Context<AppEnv>, workspaceId: string, subs
   }
   const url = confirmUrl(publicBaseUrl(c.env), await confirmToken(c.var.signer, subscriber, newsletter.id));
   const answer = { object: "subscriber_confirmation" as const, subscriber_id: subscriber.id, newsletter_id: newsletter.id, email: subscriber.email, confirmation_url: url };
-  if (!integration) return { ...answer, result: null };
+  if (!request.send || !integration) return { ...answer, result: null };
 
   const seed = await requestSeed(c);
   const messageId = seed ? `${idPrefixes.test_message}${seed.slice(0, 26).toUpperCase()}` : newId("test_message");
