@@ -2,7 +2,7 @@ import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import { lookBeforeRequest, recordDeliveryResults } from "../src/sending/deliveries.repository";
+import { lookBeforeRequest, recordDeliveryResults, withdrawRequestNumber } from "../src/sending/deliveries.repository";
 import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE } from "../src/sending/fanout";
 import { RESEND_KEY_LIFETIME_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
@@ -365,6 +365,22 @@ describe("two runners of one chunk (a queue message delivered twice)", () => {
     expect(await seqOf()).toEqual({ [a]: 2, [b]: 2, [x]: 0 });
     // It settles by every row's number as the look left it, not as it read them.
     expect(Object.fromEntries(look.seqs)).toEqual({ [a]: 2, [b]: 2, [x]: 0 });
+  });
+
+  it("a batch's first request dates its key; later requests keep that date, and a first number withdrawn takes it back", async () => {
+    const { ids } = await queuedChunkOf(2);
+    const firstAsked = async () => {
+      const { results } = await env.DB.prepare(`SELECT first_asked_at FROM deliveries WHERE id IN (?, ?)`).bind(ids[0], ids[1]).all<{ first_asked_at: number | null }>();
+      return results.map((r) => r.first_asked_at);
+    };
+    await lookBeforeRequest(env.DB, ids, ids, 1_000);
+    expect(await firstAsked()).toEqual([1_000, 1_000]);
+    // Its slot was taken back before it left: no request was made under the key yet.
+    expect(await withdrawRequestNumber(env.DB, ids, 1)).toHaveLength(2);
+    expect(await firstAsked()).toEqual([null, null]);
+    await lookBeforeRequest(env.DB, ids, ids, 2_000);
+    await lookBeforeRequest(env.DB, ids, ids, 3_000);
+    expect(await firstAsked()).toEqual([2_000, 2_000]);
   });
 
   it("once another runner settled or held any row of the chunk, a runner that read it before numbers no request and records nothing", async () => {

@@ -1,12 +1,10 @@
 import type { Context } from "hono";
 import { notFound, resourceMissing } from "../errors/api-error";
 import { SAMPLE_RECIPIENT, TemplateError, templateInvalid } from "../content";
-import { idPrefixes, newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
-import { type DeliveryError, type EmailOutcome, noOutcome } from "../sending/integrations/types";
-import { outcomeUnknown } from "../sending/batch-settlement";
-import { notTakenYet, requestSeed } from "../sending/one-off";
+import { type EmailOutcome, noOutcome } from "../sending/integrations/types";
+import { notTakenYet, oneOffIds, oneOffOutcome, oneOffResult } from "../sending/one-off";
 import { chooseIntegration } from "../sending/producer";
 import { loadMessageContext } from "../sending/send.repository";
 import { findSubscriber } from "../subscribers/subscribers.repository";
@@ -66,12 +64,6 @@ export const previewEmail = async (
   };
 };
 
-/** A test message Resend may have taken in another request of its ask (one that timed out or answered 5xx). */
-const mayHaveBeenSent = (last: DeliveryError): DeliveryError => ({
-  code: outcomeUnknown.code,
-  message: `Resend may have taken this message in another request of the test send (one that timed out or answered with an error); it was not sent again, so that nobody gets two copies (its last answer: ${last.message})`,
-});
-
 /** Sends the sample subscriber's message, subject prefixed `[Test] `, to each address; records nothing. */
 export const testSend = async (
   c: Context<AppEnv>,
@@ -83,45 +75,26 @@ export const testSend = async (
   const composer = await composerOf(c, workspaceId, campaignId);
   // One message (the sample subscriber's), addressed to each.
   const email = await compose(composer, SAMPLE, "test");
-  // The provider's key, and the message ids its request carries (as tags): a retry of this request
-  // (same Idempotency-Key) asks with the same request under the same key, so the provider mails nobody
-  // twice; without a key, fresh ones per test send.
-  const seed = await requestSeed(c);
-  const providerKey = `test_send:${seed ?? newId("test_message")}`;
-  const messageId = (i: number) => (seed ? `${idPrefixes.test_message}${seed.slice(0, 24).toUpperCase()}${String(i).padStart(2, "0")}` : newId("test_message"));
-  const emails = request.emails.map((to, i) => ({ ...email, deliveryId: messageId(i), to, subject: `[Test] ${email.subject}` }));
+  // The provider's key, and the message ids its request carries (as tags): the same on a retry of
+  // this request (same Idempotency-Key), so the provider mails nobody twice.
+  const ids = await oneOffIds(c, "test_send");
+  const emails = request.emails.map((to, i) => ({ ...email, deliveryId: ids.messageId(i), to, subject: `[Test] ${email.subject}` }));
   // Each address's outcome, by message id. A request refused for one address named in it fails that
   // address only: the others go in a request of their own (as a send's batch does), under a key of
   // its own that a retry of this test send meets again (the provider's refusals repeat).
   const outcomes = new Map<string, EmailOutcome>();
   for (let round = 0, pending = emails; pending.length > 0; round++) {
     // One try per request (with its own asks under the key): a person waits for this answer.
-    const answer = await integration.sendBatch(pending, round === 0 ? providerKey : `${providerKey}:${round}`, { tries: 1 });
-    if (answer.kind === "retry" || answer.kind === "deferred") throw notTakenYet(answer, "test send", seed !== undefined);
+    const answer = await integration.sendBatch(pending, round === 0 ? ids.providerKey : `${ids.providerKey}:${round}`, { tries: 1 });
+    if (answer.kind === "retry" || answer.kind === "deferred") throw notTakenYet(answer, "test send", ids.keyed);
     if (answer.kind === "rejected" && !answer.earlierMayBeTaken) {
       outcomes.set(answer.deliveryId, { kind: "failed", error: answer.error });
       pending = pending.filter((e) => e.deliveryId !== answer.deliveryId);
       continue;
     }
-    // (A test send takes no look before its request: every address is in it.)
-    for (const e of pending) {
-      const outcome =
-        answer.kind === "answered"
-          ? answer.outcomes.get(e.deliveryId)
-          : answer.kind === "refused" || answer.kind === "rejected"
-            ? // After an ask beside it that may have been taken (timed out, or a 5xx), the refusal proves nothing:
-              // the message may have gone out, and it is not sent again (a split could mail it twice).
-              { kind: "failed" as const, error: answer.earlierMayBeTaken ? mayHaveBeenSent(answer.error) : answer.error }
-            : undefined;
-      outcomes.set(e.deliveryId, outcome ?? noOutcome);
-    }
+    for (const e of pending) outcomes.set(e.deliveryId, oneOffOutcome(answer, e.deliveryId, "test send"));
     pending = [];
   }
-  const results = emails.map((e) => {
-    const outcome = outcomes.get(e.deliveryId) ?? noOutcome;
-    return outcome.kind === "sent"
-      ? { email: e.to, status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
-      : { email: e.to, status: "failed" as const, provider_message_id: null, error: outcome.error };
-  });
+  const results = emails.map((e) => ({ email: e.to, ...oneOffResult(outcomes.get(e.deliveryId) ?? noOutcome) }));
   return { object: "test_send", results };
 };

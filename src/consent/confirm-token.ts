@@ -1,17 +1,15 @@
-import { base64UrlDecode, base64UrlEncode, sha256Hex } from "../lib/crypto";
+import { sha256Hex } from "../lib/crypto";
 import type { Signer } from "../lib/signing";
+import { linkUrl, openToken, sealToken, utf8 } from "./signed-link";
 
 // The token in a confirmation (double opt-in) link: opaque, URL-safe, signed, naming the subscriber,
 // the newsletter the mail came from, and a digest of the address it was sent to, so that a link
 // mailed to an old address confirms nothing once the subscriber's address has changed. Layout:
-// base64url of "{subscriber id} {newsletter id} {digest}", then the 16-byte signature (22 characters).
+// base64url of "{subscriber id} {newsletter id} {digest}", then the signature (signed-link.ts).
 // No expiry: it can only move a `pending` subscriber at that same address to `active`.
 
 const PURPOSE = "confirm";
-const SIGNATURE_CHARS = 22;
-const MAX_TOKEN_CHARS = 400;
 const DIGEST_CHARS = 16;
-const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 export type ConfirmTarget = { subscriberId: string; newsletterId: string; addressDigest: string };
 
@@ -23,25 +21,24 @@ const signedMessage = (target: ConfirmTarget) => `${target.subscriberId}:${targe
 export const confirmToken = async (signer: Signer, subscriber: { id: string; email: string }, newsletterId: string): Promise<string> => {
   const target = { subscriberId: subscriber.id, newsletterId, addressDigest: await addressDigest(subscriber.email) };
   const payload = new TextEncoder().encode(`${target.subscriberId} ${target.newsletterId} ${target.addressDigest}`);
-  return `${base64UrlEncode(payload)}${await signer.sign(PURPOSE, signedMessage(target))}`;
+  return sealToken(signer, PURPOSE, payload, signedMessage(target));
 };
 
 /** What a token names, or null when it is malformed, altered or forged. */
 export const readConfirmToken = async (signer: Signer, token: string): Promise<ConfirmTarget | null> => {
-  if (token.length <= SIGNATURE_CHARS || token.length > MAX_TOKEN_CHARS) return null;
-  const payload = base64UrlDecode(token.slice(0, -SIGNATURE_CHARS));
-  if (!payload) return null;
+  const opened = openToken(token);
+  if (!opened) return null;
   let parts: string[];
   try {
-    parts = decoder.decode(payload).split(" ");
+    parts = utf8.decode(opened.payload).split(" ");
   } catch {
     return null;
   }
   const [subscriberId, newsletterId, digest] = parts;
   if (parts.length !== 3 || !subscriberId || !newsletterId || digest?.length !== DIGEST_CHARS) return null;
   const target = { subscriberId, newsletterId, addressDigest: digest };
-  return (await signer.verify(PURPOSE, signedMessage(target), token.slice(-SIGNATURE_CHARS))) ? target : null;
+  return (await signer.verify(PURPOSE, signedMessage(target), opened.signature)) ? target : null;
 };
 
 /** The link a confirmation mail carries. */
-export const confirmUrl = (publicBaseUrl: string, token: string) => `${publicBaseUrl.replace(/\/+$/, "")}/c/${token}`;
+export const confirmUrl = (publicBaseUrl: string, token: string) => linkUrl(publicBaseUrl, "c", token);

@@ -1,13 +1,12 @@
 import type { Context } from "hono";
 import { ApiError, notFound, resourceMissing } from "../errors/api-error";
+import { oneLine } from "../content/layout";
 import { escapeHtml } from "../lib/html";
-import { idPrefixes, newId } from "../lib/ids";
 import { publicBaseUrl } from "../lib/public-origin";
 import type { AppEnv } from "../lib/types";
-import { outcomeUnknown } from "../sending/batch-settlement";
 import { formatFrom } from "../sending/compose";
-import { type EmailOutcome, noOutcome, type OutboundEmail } from "../sending/integrations/types";
-import { notTakenYet, requestSeed } from "../sending/one-off";
+import type { OutboundEmail } from "../sending/integrations/types";
+import { notTakenYet, oneOffIds, oneOffOutcome, oneOffResult } from "../sending/one-off";
 import { chooseIntegration } from "../sending/producer";
 import { confirmToken, confirmUrl } from "./confirm-token";
 import { findConfirmationParties } from "./confirmation.repository";
@@ -31,7 +30,7 @@ const confirmationEmail = (
     from: formatFrom(newsletter),
     replyTo: newsletter.replyTo,
     to,
-    subject: `Confirm your subscription to ${newsletter.name.replace(/[\r\n\u2028\u2029]+/g, " ")}`,
+    subject: `Confirm your subscription to ${oneLine(newsletter.name)}`,
     html: `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>Confirm your subscription</title></head>
 <body style="margin:0;padding:24px 16px;background:#f4f5f7;font:16px/1.55 -apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,Arial,sans-serif;color:#1c1e21">
@@ -64,23 +63,9 @@ export const askToConfirm = async (c: Context<AppEnv>, workspaceId: string, subs
   const answer = { object: "subscriber_confirmation" as const, subscriber_id: subscriber.id, newsletter_id: newsletter.id, email: subscriber.email, confirmation_url: url };
   if (!request.send || !integration) return { ...answer, result: null };
 
-  const seed = await requestSeed(c);
-  const messageId = seed ? `${idPrefixes.test_message}${seed.slice(0, 26).toUpperCase()}` : newId("test_message");
-  const email = confirmationEmail(newsletter, subscriber.email, url, messageId);
-  const sent = await integration.sendBatch([email], `confirmation:${seed ?? messageId}`, { tries: 1 });
-  if (sent.kind === "retry" || sent.kind === "deferred") throw notTakenYet(sent, "confirmation mail", seed !== undefined);
-  const outcome: EmailOutcome =
-    sent.kind === "answered"
-      ? (sent.outcomes.get(messageId) ?? noOutcome)
-      : sent.kind === "unasked"
-        ? noOutcome
-        : // A refusal beside an ask that may have been taken (timed out, or a 5xx) proves nothing: not sent again.
-          { kind: "failed", error: sent.earlierMayBeTaken ? outcomeUnknown : sent.error };
-  return {
-    ...answer,
-    result:
-      outcome.kind === "sent"
-        ? { status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
-        : { status: "failed" as const, provider_message_id: null, error: outcome.error },
-  };
+  const ids = await oneOffIds(c, "confirmation");
+  const messageId = ids.messageId(0);
+  const sent = await integration.sendBatch([confirmationEmail(newsletter, subscriber.email, url, messageId)], ids.providerKey, { tries: 1 });
+  if (sent.kind === "retry" || sent.kind === "deferred") throw notTakenYet(sent, "confirmation mail", ids.keyed);
+  return { ...answer, result: oneOffResult(oneOffOutcome(sent, messageId, "confirmation mail")) };
 };

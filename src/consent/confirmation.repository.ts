@@ -1,3 +1,4 @@
+import type { subscribers } from "../db/schema";
 import { outboxStatement } from "../events/outbox";
 import { addressDigest, type ConfirmTarget } from "./confirm-token";
 
@@ -7,7 +8,7 @@ import { addressDigest, type ConfirmTarget } from "./confirm-token";
 /** What a confirmation page shows and decides on. */
 export type ConfirmState = {
   email: string;
-  status: "active" | "unsubscribed" | "bounced" | "pending";
+  status: (typeof subscribers.$inferSelect)["status"];
   newsletterName: string;
 };
 

@@ -1,6 +1,6 @@
-import { base64UrlDecode, base64UrlEncode } from "../lib/crypto";
 import { idPrefixes } from "../lib/ids";
 import type { Signer } from "../lib/signing";
+import { linkUrl, openToken, sealToken, utf8 } from "./signed-link";
 
 // The token in every unsubscribe link: opaque, URL-safe, signed, naming the subscriber and the
 // campaign. Layout: base64url of a payload, then the 16-byte signature over both ids (22 characters).
@@ -11,10 +11,7 @@ import type { Signer } from "../lib/signing";
 const PURPOSE = "unsubscribe";
 const VERSION = 1;
 const TEXT_VERSION = 2;
-const SIGNATURE_CHARS = 22;
-const MAX_TOKEN_CHARS = 400;
 const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 
@@ -88,24 +85,23 @@ const targetOf = (payload: Uint8Array): UnsubscribeTarget | null => {
   }
   if (payload[0] !== TEXT_VERSION) return null;
   try {
-    const [subscriberId, campaignId, ...rest] = decoder.decode(payload.subarray(1)).split(" ");
+    const [subscriberId, campaignId, ...rest] = utf8.decode(payload.subarray(1)).split(" ");
     return subscriberId && campaignId && rest.length === 0 ? { subscriberId, campaignId } : null;
   } catch {
     return null;
   }
 };
 
-export const unsubscribeToken = async (signer: Signer, target: UnsubscribeTarget): Promise<string> =>
-  `${base64UrlEncode(payloadOf(target))}${await signer.sign(PURPOSE, signedMessage(target))}`;
+export const unsubscribeToken = (signer: Signer, target: UnsubscribeTarget): Promise<string> =>
+  sealToken(signer, PURPOSE, payloadOf(target), signedMessage(target));
 
 /** The subscriber and campaign a token names, or null when it is malformed, altered or forged. */
 export const readUnsubscribeToken = async (signer: Signer, token: string): Promise<UnsubscribeTarget | null> => {
-  if (token.length <= SIGNATURE_CHARS || token.length > MAX_TOKEN_CHARS) return null;
-  const payload = base64UrlDecode(token.slice(0, -SIGNATURE_CHARS));
-  const target = payload && payload.length > 0 ? targetOf(payload) : null;
-  if (!target) return null;
-  return (await signer.verify(PURPOSE, signedMessage(target), token.slice(-SIGNATURE_CHARS))) ? target : null;
+  const opened = openToken(token);
+  const target = opened ? targetOf(opened.payload) : null;
+  if (!opened || !target) return null;
+  return (await signer.verify(PURPOSE, signedMessage(target), opened.signature)) ? target : null;
 };
 
 /** The link every campaign message carries, and that `unsubscribe_url` renders. */
-export const unsubscribeUrl = (publicBaseUrl: string, token: string) => `${publicBaseUrl.replace(/\/+$/, "")}/u/${token}`;
+export const unsubscribeUrl = (publicBaseUrl: string, token: string) => linkUrl(publicBaseUrl, "u", token);

@@ -1,21 +1,28 @@
 import type { Context } from "hono";
 import { ApiError } from "../errors/api-error";
 import { sha256Hex } from "../lib/crypto";
+import { idPrefixes, newId } from "../lib/ids";
 import type { AppEnv } from "../lib/types";
-import type { BatchAnswer } from "./integrations/types";
+import { outcomeUnknown } from "./batch-settlement";
+import { type BatchAnswer, type DeliveryError, type EmailOutcome, noOutcome } from "./integrations/types";
 
 // What the messages a request sends itself while its client waits (test sends, confirmation mail)
-// share: the provider key a retry of the request meets again, and the 503 when the provider did not
-// take them yet.
+// share: the provider key and message ids a retry of the request meets again, the 503 when the
+// provider did not take them yet, and what its answer says of each message.
 
 /**
- * A seed for the provider's key and the messages' ids: from the request's Idempotency-Key (and its
- * credential), so that a retry asks with the same request under the same key and the provider mails
- * nobody twice; undefined without a key (fresh ones per request).
+ * The provider key of `kind`'s messages and their ids (as tags): from the request's Idempotency-Key
+ * (and its credential), so that a retry asks with the same request under the same key and the
+ * provider mails nobody twice; fresh ones without a key.
  */
-export const requestSeed = async (c: Context<AppEnv>): Promise<string | undefined> => {
+export const oneOffIds = async (c: Context<AppEnv>, kind: string) => {
   const key = c.var.idempotency;
-  return key ? (await sha256Hex(`${key.credentialId}\n${key.key}`)).slice(0, 32) : undefined;
+  const seed = key ? (await sha256Hex(`${key.credentialId}\n${key.key}`)).slice(0, 32) : undefined;
+  return {
+    keyed: seed !== undefined,
+    providerKey: `${kind}:${seed ?? newId("test_message")}`,
+    messageId: (i: number) => (seed ? `${idPrefixes.test_message}${seed.slice(0, 24).toUpperCase()}${String(i).padStart(2, "0")}` : newId("test_message")),
+  };
 };
 
 /**
@@ -30,3 +37,26 @@ export const notTakenYet = (answer: Extract<BatchAnswer, { kind: "retry" | "defe
     { headers: { "Retry-After": String(wait) } },
   );
 };
+
+/** A message Resend may have taken in another request of the `what` (one that timed out or answered 5xx). */
+const mayHaveBeenSent = (what: string, last: DeliveryError): DeliveryError => ({
+  code: outcomeUnknown.code,
+  message: `Resend may have taken this message in another request of the ${what} (one that timed out or answered with an error); it was not sent again, so that nobody gets two copies (its last answer: ${last.message})`,
+});
+
+/**
+ * What a settled answer says of the message `id` of its request (these requests take no look: every
+ * message is in it). A refusal after an ask beside it that may have been taken proves nothing: the
+ * message may have gone out, and it is not sent again.
+ */
+export const oneOffOutcome = (answer: Exclude<BatchAnswer, { kind: "retry" | "deferred" }>, id: string, what: string): EmailOutcome => {
+  if (answer.kind === "answered") return answer.outcomes.get(id) ?? noOutcome;
+  if (answer.kind === "unasked") return noOutcome;
+  return { kind: "failed", error: answer.earlierMayBeTaken ? mayHaveBeenSent(what, answer.error) : answer.error };
+};
+
+/** An outcome as the API shows it. */
+export const oneOffResult = (outcome: EmailOutcome) =>
+  outcome.kind === "sent"
+    ? { status: "sent" as const, provider_message_id: outcome.providerMessageId, error: null }
+    : { status: "failed" as const, provider_message_id: null, error: outcome.error };
