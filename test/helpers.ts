@@ -2,6 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { createApp } from "../src/app";
+import { departureFromDocument } from "./openapi/conformance";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123";
 const BASE = "https://api.example.test";
@@ -34,6 +35,8 @@ export const call = async <T = any>(method: string, path: string, options: CallO
     ? await (app ??= createApp()).fetch(request, { ...env, ...options.env } as Env, createExecutionContext())
     : await exports.default.fetch(request);
   const text = await res.text();
+  // Every answer of the suite is held to /openapi.json, as a client generated from it would read it.
+  expect(await departureFromDocument(method, path, res.status, res.headers.get("content-type"), text)).toBeUndefined();
   let parsed: unknown = undefined;
   try {
     parsed = text ? JSON.parse(text) : undefined;
