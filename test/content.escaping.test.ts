@@ -39,6 +39,13 @@ describe("escaping by place in the markup", () => {
     expect(at("<input value={{ subscriber.name }}>", "`onfocus=alert(1)\tautofocus")).toBe("<input value=&#96;onfocus&#61;alert(1)&#9;autofocus>");
     // A value standing for an attribute's name cannot become a name and a value.
     expect(at("<p {{ subscriber.name }}>t</p>", "onclick=alert(1)")).toBe("<p onclick&#61;alert(1)>t</p>");
+    // Nor two names: `/` separates attributes where a name stands (a browser reads `x/hidden` as `x` and `hidden`).
+    expect(at('<p class="greeting" {{ subscriber.name }}>t</p>', "x/hidden")).toBe('<p class="greeting" x&#47;hidden>t</p>');
+    expect(at("<a href=https://shop.example/{{ subscriber.name }}>q</a>", "a/b")).toBe("<a href=https://shop.example/a/b>q</a>");
+    // Nor the name of an attribute whose value the template wrote: that is a name Liquid writes.
+    for (const html of ['<p {{ subscriber.name }}="alert(1)">t</p>', "<p data-x {{ subscriber.name }} = 1>t</p>", '<a data-{{ subscriber.name }}="x">t</a>']) {
+      expect(rejection({ html }).message, html).toContain("whose name Liquid writes");
+    }
     // A capture printed unquoted: its html kept, its spaces too, as references.
     expect(at("{% capture n %}{{ subscriber.name }}{% endcapture %}<p title={{ n }}>t</p>", attack)).toContain("<p title=x&#32;onmouseover&#61;");
     // A quote inside an unquoted value opens nothing.

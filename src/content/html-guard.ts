@@ -20,10 +20,18 @@ const SAFE_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "mailto", "t
 
 /**
  * What ends or splits an unquoted attribute value (`title={{ v }}`), written as character
- * references: the value stays one value, and a browser shows the same text.
+ * references: the value stays one value, and a browser shows the same text. Where an attribute's
+ * name stands, `/` too: there it starts the next attribute (`<p {{ v }}>` with `x/hidden`).
  */
 const ATTRIBUTE_BREAKERS = /[\t\n\f\r =`]/g;
-const keepInAttribute = (html: string): string => html.replace(ATTRIBUTE_BREAKERS, (ch) => `&#${ch.charCodeAt(0)};`);
+const NAME_BREAKERS = /[\t\n\f\r =`/]/g;
+const reference = (ch: string) => `&#${ch.charCodeAt(0)};`;
+const keepInAttribute = (html: string): string => html.replace(ATTRIBUTE_BREAKERS, reference);
+
+/** A value where an attribute's name stands: one name, which the template gives no value (markup-place.ts). */
+function escapeName(this: FilterThis, value: unknown): string {
+  return escapeAll.call(this, value).replace(NAME_BREAKERS, reference);
+}
 
 /** `text` unless it brings a scheme not known to be safe to the URL it is printed into. */
 const urlSafe = (text: string): string => {
@@ -77,7 +85,7 @@ function escapeCssText(this: FilterThis, value: unknown): string {
 }
 
 type Escape = typeof escapeOutput;
-const ESCAPES = new Set<unknown>([escapeOutput, escapeAll, escapeUrl, escapeSchemeName, escapeCss, escapeCssText]);
+const ESCAPES = new Set<unknown>([escapeOutput, escapeAll, escapeUrl, escapeSchemeName, escapeCss, escapeCssText, escapeName]);
 
 /**
  * An escaping for an unquoted attribute value: the same, and kept inside the value; `alone`, for a
@@ -131,6 +139,7 @@ const guardFor = (place: Place, line: () => number, source: string) => {
   // Captured html prints as made only in text; everywhere else it is escaped as any value.
   if (place === null) return escapeOutput;
   if (place.strict) return escapeAll;
+  if (place.name) return escapeName;
   if (place.css === "element") return escapeCssText;
   const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeAll;
   return place.unquoted ? unquotedOf(base, place.alone) : base;

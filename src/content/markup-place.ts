@@ -28,7 +28,7 @@ export const TAG_WINDOW = 8 * 1024;
  * inside a tag, with
  * `url` saying whether it is in a URL attribute whose scheme the template's own text has not fixed
  * (`open`, or `beforeColon`: right before the template's own colon), `unquoted` whether its value
- * has no quotes to stay inside and `css` whether it is CSS (an attribute's, or a style element's text); or a place no
+ * has no quotes to stay inside (`name`: it stands where an attribute's name does) and `css` whether it is CSS (an attribute's, or a style element's text); or a place no
  * escaping makes safe: an event handler's value (`handler`), a script (`script`), a tag's name
  * (`tagName`), an attribute whose name Liquid writes (`liquidName`), an iframe's `srcdoc` (`markup`),
  * an SVG animation (`animation`), a `<base>`, `<link>`, `<script>` or `<meta http-equiv>` tag
@@ -36,7 +36,7 @@ export const TAG_WINDOW = 8 * 1024;
  * far into a tag (`far`).
  */
 export type Place =
-  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; css?: "attribute" | "element"; strict?: true }
+  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; name?: true; css?: "attribute" | "element"; strict?: true }
   | "handler"
   | "liquidName"
   | "script"
@@ -65,6 +65,9 @@ const liquidWritesName = (source: string, at: number, name: string): boolean => 
   if (literal === -1 || name.slice(literal).includes(UNKNOWN)) return true;
   return !SILENT_TAGS.test(source.slice(at, at + literal));
 };
+
+/** The rest of an attribute's name (Liquid masked) and its `=`. */
+const NAME_THEN_EQUALS = /^[^\t\n\f\r "'=<>`/]*[\t\n\f\r ]*=/;
 
 /** The attribute whose value the markup ends in: its name (Liquid masked) and the value so far. */
 const ATTRIBUTE_VALUE = /([^\t\n\f\r "'=<>`/]+)[\t\n\f\r ]*=[\t\n\f\r ]*(?:"[^"]*|'[^']*|[^\t\n\f\r "'=<>`]*)$/;
@@ -110,6 +113,10 @@ export const outputPlace = (source: string, begin: number): Place => {
   });
   const quoting = scanned.end !== -1 ? "text" : scanned.state === '"' || scanned.state === "'" ? "quoted" : "unquoted";
   if (quoting !== "text" && named && name.includes(UNKNOWN) && liquidWritesName(source, open + named.index, name)) return "liquidName";
+  // A value where an attribute's name stands, the template's own `=` after that name
+  // (`<a {{ v }}="…">`, `<p data-{{ v }}=…>`): the value names an attribute the template gives a value.
+  const atName = scanned.state === "beforeName" || scanned.state === "inName" || scanned.state === "afterName";
+  if (quoting === "unquoted" && atName && NAME_THEN_EQUALS.test(masked.slice(at, at + TAG_WINDOW))) return "liquidName";
   if (quoting !== "text") {
     // An attribute whose value is html, SVG that sets its target's attributes (`href` included), and
     // tags that rebase, load or redirect the whole document.
@@ -120,6 +127,7 @@ export const outputPlace = (source: string, begin: number): Place => {
     // (Any mention: `"http-equiv=`, `/http-equiv=` and a name Liquid writes are attributes too.)
     if (element === "meta" && /http-equiv/i.test(masked.slice(open, tagEnd.end === -1 ? masked.length : tagEnd.end))) return "document";
   }
+  if (quoting === "unquoted" && atName) return { url: null, unquoted: true, name: true };
   const unquoted = quoting === "unquoted";
   // The whole of an unquoted value (`alt={{ v }} src=…`): empty, it would make the next attribute its value.
   const end = piece?.end ?? begin;
