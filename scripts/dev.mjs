@@ -47,7 +47,36 @@ console.log(applied > 0 ? `Applied ${applied} migration(s) to the local database
 // Links in mail point at this port unless PUBLIC_BASE_URL is set otherwise (.dev.vars or --var).
 const args = process.argv.slice(2);
 const ownBase = vars.PUBLIC_BASE_URL || args.some((arg) => arg.includes("PUBLIC_BASE_URL")) ? [] : ["--var", `PUBLIC_BASE_URL:${base}`];
-const dev = spawn(wrangler, ["dev", "--port", String(port), "--test-scheduled", ...ownBase, ...args], { cwd: root, env, stdio: "inherit" });
+// wrangler prints each request's path as it came, and the path of an unsubscribe or confirmation
+// link is its token (a subscriber's consent): its output passes through a filter that shows such a
+// path as `/u/{token}`, as the service's own log does. (Output that is not a terminal: wrangler then
+// shows no hotkeys; FORCE_COLOR keeps its colours.)
+const TOKEN_PATHS = /\/([uc])\/[\w-]{16,}/g;
+const forward = (from, to) => {
+  let pending = "";
+  let timer;
+  const flush = (upTo = pending.length) => {
+    to.write(pending.slice(0, upTo).replace(TOKEN_PATHS, "/$1/{token}"));
+    pending = pending.slice(upTo);
+  };
+  from.setEncoding("utf8");
+  from.on("data", (chunk) => {
+    clearTimeout(timer);
+    pending += chunk;
+    flush(pending.lastIndexOf("\n") + 1);
+    // A line with no end yet (a prompt) shows after a moment.
+    if (pending) timer = setTimeout(flush, 50);
+  });
+  from.on("end", () => flush());
+};
+const colour = process.stdout.isTTY && !process.env.NO_COLOR ? { FORCE_COLOR: "1" } : {};
+const dev = spawn(wrangler, ["dev", "--port", String(port), "--test-scheduled", ...ownBase, ...args], {
+  cwd: root,
+  env: { ...env, ...colour },
+  stdio: ["inherit", "pipe", "pipe"],
+});
+forward(dev.stdout, process.stdout);
+forward(dev.stderr, process.stderr);
 let cron;
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code) => {
