@@ -191,14 +191,24 @@ describe("GET /openapi.json", () => {
     expect(res.body.data.status).toBe("active");
   });
 
-  it("states the segment filter's rule: at least one list given, not null", async () => {
+  it("states the segment filter's rule as two whole shapes, so a generated client types it exactly: one list required, lists of strings", async () => {
     const doc = (await call("GET", "/openapi.json")).body;
     const filter = doc.components.schemas.SegmentFilter;
     expect(filter).not.toHaveProperty("minProperties");
-    expect(filter.anyOf).toEqual([
-      { required: ["tags_any"], properties: { tags_any: { type: "array" } } },
-      { required: ["tags_all"], properties: { tags_all: { type: "array" } } },
-    ]);
+    // No properties beside the rule (a generator would type them as a shape of their own: `{}` allowed).
+    expect(Object.keys(filter).sort()).toEqual(["anyOf", "description"]);
+    const tags = { $ref: "#/components/schemas/SegmentFilterTags" };
+    for (const [own, other] of [["tags_any", "tags_all"], ["tags_all", "tags_any"]] as const) {
+      const shape = filter.anyOf.find((s: { required: string[] }) => s.required[0] === own);
+      expect(shape).toMatchObject({ type: "object", additionalProperties: false, required: [own] });
+      expect(shape.properties[own]).toMatchObject(tags);
+      expect(shape.properties[other].anyOf).toEqual([tags, { type: "null" }]);
+    }
+    expect(doc.components.schemas.SegmentFilterTags).toMatchObject({ type: "array", minItems: 1, maxItems: 50, items: { type: "string" } });
+    // What a validator makes of it: the service's own answers (openapi.property.test.ts holds them to it).
+    const valid = accepts(resolve(doc, filter));
+    expect([{ tags_any: ["a"] }, { tags_all: ["a"], tags_any: null }, { tags_any: ["a"], tags_all: ["b"] }].every(valid)).toBe(true);
+    expect([{}, { tags_any: null, tags_all: null }, { tags_any: [1] }, { tags_any: [] }, { tags_any: ["a"], x: 1 }].some(valid)).toBe(false);
   });
 
   it("anchors every request text pattern and states it for whitespace-only and control-character text", async () => {

@@ -5,9 +5,13 @@ import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { findSegment, insertSegment, listSegmentsPage } from "./segments.repository";
 import { createSegment, getSegment, listSegments } from "./segments.routes";
-import { storedFilter, serializeSegment } from "./segments.schemas";
+import { SegmentFilterTags, storedFilter, serializeSegment } from "./segments.schemas";
 
-export const segmentsRouter = createRouter()
+const router = createRouter();
+// The filter's document names this component without a zod schema reaching it (segments.schemas.ts).
+router.openAPIRegistry.register("SegmentFilterTags", SegmentFilterTags);
+
+export const segmentsRouter = router
   .openapi(createSegment, async (c) => {
     const { workspace_id } = c.req.valid("param");
     const body = c.req.valid("json");

@@ -5,24 +5,53 @@ import { iso } from "../lib/time";
 
 export const SegmentParams = WorkspaceParams.extend({ segment_id: idParam("segment", "segment_id") });
 
-// `null` reads as "not given", so a filter read back from a segment can be sent again as it is.
-const filterTags = (description: string) => tagList({ minItems: 1, description: `${description} \`null\`: not given.` }).nullable().optional();
-
 const filterKeys = ["tags_any", "tags_all"] as const;
+type FilterKey = (typeof filterKeys)[number];
+
+/** A filter's list of tags: one component, which both of the document's filter shapes name. */
+export const SegmentFilterTags = tagList({ minItems: 1, description: "Tags a subscriber is matched against." });
+const TAGS_REF = { $ref: "#/components/schemas/SegmentFilterTags" };
+const filterMeaning: Record<FilterKey, string> = {
+  tags_any: "Subscribers having at least one of these tags.",
+  tags_all: "Subscribers having every one of these tags.",
+};
+
+/**
+ * The document states "at least one list given" as two whole objects, each requiring its own list:
+ * a client generated from it then types a filter exactly (`{tags_any: string[], tags_all?: string[] |
+ * null} | {tags_all: string[], tags_any?: …}`), which a rule written beside the properties would not
+ * give it. The service validates with the object and its refine below (its errors name the field).
+ */
+const filterShape = (required: FilterKey) => ({
+  type: "object" as const,
+  additionalProperties: false,
+  required: [required],
+  properties: Object.fromEntries(
+    filterKeys.map((key) => [
+      key,
+      key === required
+        ? { ...TAGS_REF, description: filterMeaning[key] }
+        : { anyOf: [TAGS_REF, { type: "null" as const }], description: `${filterMeaning[key]} \`null\`: not given.` },
+    ]),
+  ),
+});
+
+// `null` reads as "not given", so a filter read back from a segment can be sent again as it is.
+const filterTags = () => SegmentFilterTags.nullable().optional();
 
 const SegmentFilterSchema = z
-  .strictObject({
-    tags_any: filterTags("Subscribers having at least one of these tags."),
-    tags_all: filterTags("Subscribers having every one of these tags."),
-  })
-  .refine((filter) => filterKeys.some((key) => filter[key] != null), {
-    error: `must contain at least one of: ${filterKeys.join(", ")}`,
-  })
+  .unknown()
+  .pipe(
+    z
+      .strictObject({ tags_any: filterTags(), tags_all: filterTags() })
+      .refine((filter) => filterKeys.some((key) => filter[key] != null), {
+        error: `must contain at least one of: ${filterKeys.join(", ")}`,
+      }),
+  )
   .openapi("SegmentFilter", {
     description:
       "Narrows a campaign's audience (the workspace's active subscribers). At least one of the lists must be given (not `null`). Both lists given: both must hold.",
-    // What the refine says: one of the keys is present with a list (`null` does not count).
-    anyOf: filterKeys.map((key) => ({ required: [key], properties: { [key]: { type: "array" as const } } })),
+    anyOf: filterKeys.map(filterShape),
   });
 
 export const SegmentSchema = z

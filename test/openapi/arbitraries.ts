@@ -136,6 +136,9 @@ const stringArbitrary = (schema: Schema): fc.Arbitrary<string> => {
 
 export const valueArbitrary = (schema: Schema): fc.Arbitrary<unknown> => {
   if (schema.enum) return fc.constantFrom(...schema.enum);
+  // A choice of whole shapes (the segment filter, a nullable reference): one of them.
+  const choices = schema.type === undefined ? (schema.anyOf ?? schema.oneOf) : undefined;
+  if (choices) return fc.oneof(...choices.map(valueArbitrary));
   const types = Array.isArray(schema.type) ? schema.type : [schema.type ?? "object"];
   const options = types.map((type) => ({ arbitrary: typedArbitrary(schema, type), weight: type === "null" ? 1 : 4 }));
   return options.length === 1 ? (options[0] as { arbitrary: fc.Arbitrary<unknown> }).arbitrary : fc.oneof(...options);
