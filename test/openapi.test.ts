@@ -104,6 +104,12 @@ describe("GET /openapi.json", () => {
     expect(accepts(resolve(doc, payloads))(payload)).toBe(true);
     expect(accepts(resolve(doc, payloads))({ ...payload, type: "delivery.bounced" })).toBe(false);
     expect(accepts(resolve(doc, payloads))(event)).toBe(false);
+    // What an event says of its resource is said on its `data`: the resources' own components, which
+    // their routes answer with, keep their own descriptions.
+    expect(doc.components.schemas.SubscriberEvent.properties.data.description).toContain("as the change left it");
+    for (const name of ["Subscriber", "Campaign", "Delivery", "WebhookEndpoint"]) {
+      expect(doc.components.schemas[name].description ?? "", name).not.toMatch(/change left it|tested/);
+    }
   });
 
   it("gives every create request an example the service accepts, no fixed Idempotency-Key to paste twice, and /health's checks one type", async () => {

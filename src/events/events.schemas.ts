@@ -37,9 +37,12 @@ export const eventFamilies = [
 
 type Family = (typeof eventFamilies)[number];
 
-/** `data.object` of a family's events. */
+/**
+ * `data` of a family's events. (Described on `data`: a description given to the resource's own
+ * schema would replace its component's, which the resource routes answer with too.)
+ */
 export const familyData = (family: Family) =>
-  z.object({ object: family.resource.openapi({ description: `${family.what} as the API shows it, as the change left it.` }) });
+  z.object({ object: family.resource }).openapi({ description: `\`object\`: ${family.what.replace(/^The/, "the")} as the API shows it, as the change left it.` });
 
 /** An event of `family` as `GET /events` shows it. */
 const eventOf = <F extends Family>(family: F) =>
