@@ -1,5 +1,7 @@
 import { publicBaseUrl } from "../lib/public-origin";
-import { commit } from "../db/commit";
+import { AGAIN, commit, writeExplained } from "../db/commit";
+import { holdsAll } from "../db/differs";
+import { campaigns } from "../db/schema";
 import { ApiError, notFound, resourceMissing } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { envelope, givenFields, listPage } from "../lib/http";
@@ -11,6 +13,7 @@ import { enqueueStart, startCampaignSend } from "../sending/producer";
 import { validateCampaignContent } from "../content";
 import { previewEmail, testSend } from "./campaign-mail";
 import {
+  archivableStatuses,
   archiveCampaignRow,
   cancelSendStatements,
   type CampaignChanges,
@@ -91,31 +94,33 @@ export const campaignsRouter = createRouter()
     // Each template stands on its own, so the ones sent are checked without reading the others.
     validateCampaignContent({ subject: changes.subject ?? "-", preheader: changes.preheader ?? null, html: changes.html ?? null, text: changes.text ?? null });
     const defined: CampaignChanges = givenFields(changes);
-    const now = Date.now();
-    const update = updateCampaignStatements(c.var.db, workspace_id, campaign_id, defined, now);
-    const { row, movedEarlier } = update.read(await commit(c, update.statements, { status: 200, resource: "campaign", id: campaign_id }));
-    if (row) {
-      // A scheduled send moved earlier needs a start message of its own (src/sending/producer.ts).
-      if (movedEarlier) await enqueueStart(c.env, movedEarlier.id, movedEarlier.startAt, Date.now());
-      return c.json(envelope(serializeCampaign(row)), 200);
-    }
-    // Nothing changed: say why.
-    const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
-    if (!campaign) throw notFound("campaign", campaign_id);
-    if (typeof defined.scheduledAt === "number" && defined.scheduledAt <= now && campaign.scheduledAt !== defined.scheduledAt) throw scheduledInPast();
-    if (!(editableStatuses as readonly string[]).includes(campaign.status)) {
-      throw new ApiError("campaign_not_editable", `Only a draft or scheduled campaign can be edited; this one is ${campaign.status}`);
-    }
-    if (typeof defined.segmentId === "string" && !(await findSegment(c.var.db, workspace_id, defined.segmentId))) throw missing("segment_id", defined.segmentId);
-    if (defined.scheduledAt === null && campaign.status === "scheduled") {
-      throw new ApiError(
-        "campaign_not_editable",
-        "A scheduled campaign keeps its scheduled_at: set another time in the future to move its send",
-        { param: "scheduled_at" },
-      );
-    }
-    // Editable, and every value given is already there: nothing written, the campaign as it is.
-    return c.json(envelope(serializeCampaign(campaign)), 200);
+    return writeExplained(async () => {
+      const now = Date.now();
+      const update = updateCampaignStatements(c.var.db, workspace_id, campaign_id, defined, now);
+      const { row, movedEarlier } = update.read(await commit(c, update.statements, { status: 200, resource: "campaign", id: campaign_id }));
+      if (row) {
+        // A scheduled send moved earlier needs a start message of its own (src/sending/producer.ts).
+        if (movedEarlier) await enqueueStart(c.env, movedEarlier.id, movedEarlier.startAt, Date.now());
+        return c.json(envelope(serializeCampaign(row)), 200);
+      }
+      // Nothing changed: say why.
+      const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
+      if (!campaign) throw notFound("campaign", campaign_id);
+      if (typeof defined.scheduledAt === "number" && defined.scheduledAt <= now && campaign.scheduledAt !== defined.scheduledAt) throw scheduledInPast();
+      if (!(editableStatuses as readonly string[]).includes(campaign.status)) {
+        throw new ApiError("campaign_not_editable", `Only a draft or scheduled campaign can be edited; this one is ${campaign.status}`);
+      }
+      if (typeof defined.segmentId === "string" && !(await findSegment(c.var.db, workspace_id, defined.segmentId))) throw missing("segment_id", defined.segmentId);
+      if (defined.scheduledAt === null && campaign.status === "scheduled") {
+        throw new ApiError(
+          "campaign_not_editable",
+          "A scheduled campaign keeps its scheduled_at: set another time in the future to move its send",
+          { param: "scheduled_at" },
+        );
+      }
+      // Editable, and every value given is already there: nothing written, the campaign as it is.
+      return holdsAll(campaigns, campaign, defined) ? c.json(envelope(serializeCampaign(campaign)), 200) : AGAIN;
+    });
   })
   .openapi(previewCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
@@ -132,39 +137,50 @@ export const campaignsRouter = createRouter()
   })
   .openapi(unscheduleCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
-    const unschedule = unscheduleStatements(c.var.db, workspace_id, campaign_id, Date.now());
-    const row = unschedule.read(await commit(c, unschedule.statements, { status: 200, resource: "campaign", id: campaign_id }));
-    if (row) return c.json(envelope(serializeCampaign(row)), 200);
-    const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
-    if (!campaign) throw notFound("campaign", campaign_id);
-    throw new ApiError("campaign_not_scheduled", `Only a scheduled campaign can be unscheduled; this one is ${campaign.status}`);
+    return writeExplained(async () => {
+      const unschedule = unscheduleStatements(c.var.db, workspace_id, campaign_id, Date.now());
+      const row = unschedule.read(await commit(c, unschedule.statements, { status: 200, resource: "campaign", id: campaign_id }));
+      if (row) return c.json(envelope(serializeCampaign(row)), 200);
+      const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
+      if (!campaign) throw notFound("campaign", campaign_id);
+      // Scheduled by another request since: unscheduled now.
+      if (campaign.status === "scheduled") return AGAIN;
+      throw new ApiError("campaign_not_scheduled", `Only a scheduled campaign can be unscheduled; this one is ${campaign.status}`);
+    });
   })
   .openapi(archiveCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
-    const [[row]] = await commit(c, [archiveCampaignRow(c.var.db, workspace_id, campaign_id, Date.now())], {
-      status: 200,
-      resource: "campaign",
-      id: campaign_id,
+    return writeExplained(async () => {
+      const [[row]] = await commit(c, [archiveCampaignRow(c.var.db, workspace_id, campaign_id, Date.now())], {
+        status: 200,
+        resource: "campaign",
+        id: campaign_id,
+      });
+      if (row) return c.json(envelope(serializeCampaign(row)), 200);
+      const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
+      if (!campaign) throw notFound("campaign", campaign_id);
+      // Archived already: nothing to change.
+      if (campaign.status === "archived") return c.json(envelope(serializeCampaign(campaign)), 200);
+      // Its send ended or was unscheduled since: archived now.
+      if ((archivableStatuses as readonly string[]).includes(campaign.status)) return AGAIN;
+      const hint = campaign.status === "scheduled" ? " (unschedule it first)" : " (wait for its send to end)";
+      throw new ApiError("campaign_not_editable", `Only a draft, sent or failed campaign can be archived; this one is ${campaign.status}${hint}`);
     });
-    if (row) return c.json(envelope(serializeCampaign(row)), 200);
-    const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
-    if (!campaign) throw notFound("campaign", campaign_id);
-    // Archived already: nothing to change.
-    if (campaign.status === "archived") return c.json(envelope(serializeCampaign(campaign)), 200);
-    const hint = campaign.status === "scheduled" ? " (unschedule it first)" : " (wait for its send to end)";
-    throw new ApiError("campaign_not_editable", `Only a draft, sent or failed campaign can be archived; this one is ${campaign.status}${hint}`);
   })
   .openapi(cancelCampaignSend, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
-    const cancel = cancelSendStatements(c.var.db, workspace_id, campaign_id, Date.now());
-    const row = cancel.read(
-      await commit(c, cancel.statements, { status: 200, resource: "campaign", id: campaign_id }, { events: [{ type: "campaign.failed", resource: "campaign", id: campaign_id }] }),
-    );
-    if (row) return c.json(envelope(serializeCampaign(row)), 200);
-    const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
-    if (!campaign) throw notFound("campaign", campaign_id);
-    const hint = campaign.status === "scheduled" ? " (a scheduled send is unscheduled instead)" : "";
-    throw new ApiError("campaign_not_sending", `Only a sending campaign's send can be canceled; this one is ${campaign.status}${hint}`);
+    return writeExplained(async () => {
+      const cancel = cancelSendStatements(c.var.db, workspace_id, campaign_id, Date.now());
+      const events = [{ type: "campaign.failed", resource: "campaign", id: campaign_id }] as const;
+      const row = cancel.read(await commit(c, cancel.statements, { status: 200, resource: "campaign", id: campaign_id }, { events }));
+      if (row) return c.json(envelope(serializeCampaign(row)), 200);
+      const campaign = await findCampaign(c.var.db, workspace_id, campaign_id);
+      if (!campaign) throw notFound("campaign", campaign_id);
+      // Its send started since (a campaign sends exactly while its operation is queued or running): canceled now.
+      if (campaign.status === "sending") return AGAIN;
+      const hint = campaign.status === "scheduled" ? " (a scheduled send is unscheduled instead)" : "";
+      throw new ApiError("campaign_not_sending", `Only a sending campaign's send can be canceled; this one is ${campaign.status}${hint}`);
+    });
   })
   .openapi(sendCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

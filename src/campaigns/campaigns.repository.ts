@@ -170,7 +170,7 @@ export const unscheduleStatements = (db: Db, workspaceId: string, id: string, no
 });
 
 /** The statuses an archive moves from: a campaign no send is waiting for or running. */
-const archivableStatuses = ["draft", "sent", "failed"] as const;
+export const archivableStatuses = ["draft", "sent", "failed"] as const;
 
 /** Archiving: the campaign, archived, or no row when it is not in an archivable status (or not here). */
 export const archiveCampaignRow = (db: Db, workspaceId: string, id: string, now: number) =>

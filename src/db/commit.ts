@@ -28,7 +28,7 @@ type Answer = { status: 200 | 201 | 202; resource: ResourceKind; id: string } | 
  * together with its Idempotency-Key record when it has a key, so that no crash can separate a write
  * from the answer a retry will get. The decisive statement goes last: the record is written only if
  * that statement changed something. When it did not, the handler finds out why (reads are fine on
- * that path) and throws; the idempotency middleware records that answer instead.
+ * that path: writeExplained) and throws; the idempotency middleware records that answer instead.
  *
  * When the key already has a live record (a retry whose first try committed), the batch fails on the
  * record's primary key and leaves nothing behind; the request then answers with that record instead
@@ -85,6 +85,29 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
   const written = events?.ids.filter((_, i) => undispatchedIn(results[decisive + events.eventsAt + i])) ?? [];
   if (written.length > 0) c.executionCtx.waitUntil(enqueueDispatch(c.env.WEBHOOK_QUEUE, written));
   return results.slice(head.length, decisive) as unknown as BatchResponse<T>;
+};
+
+/** What a write's explanation returns when the state it read does not explain why nothing was written. */
+export const AGAIN: unique symbol = Symbol("write again");
+
+const WRITE_TRIES = 8;
+
+/**
+ * A conditional write that wrote nothing is explained by a read after its batch, which can see a
+ * later state: another request's write may have come between (a subscriber's email freed, a value
+ * changed back). `attempt` commits, and when nothing was written reads why; if the state it reads
+ * does not explain it (no conflict, and the values given are not all there), the reason the write
+ * was refused has gone, and it returns AGAIN: the write is tried again on the state as it is now.
+ * So every answer is one some order of the requests gives: the write applied, or refused for a
+ * reason that held, or a no-op on values that were there. Only under contention is there a second
+ * round trip.
+ */
+export const writeExplained = async <R>(attempt: () => Promise<R | typeof AGAIN>): Promise<R> => {
+  for (let i = 0; i < WRITE_TRIES; i++) {
+    const result = await attempt();
+    if (result !== AGAIN) return result;
+  }
+  throw new Error(`the resource changed under the write ${WRITE_TRIES} times in a row`);
 };
 
 /** The request is answered by the key's record: replayed if it is the same request, else 422. */

@@ -19,3 +19,19 @@ export const differs = <T extends SQLiteTable>(table: T, values: Partial<T["$inf
       }),
   );
 };
+
+/**
+ * The twin of `differs` for a row read back: whether every value given is already the row's,
+ * compared as the column stores them (JSON text, 0/1, epoch ms), as the SQL compares them.
+ */
+export const holdsAll = <T extends SQLiteTable>(table: T, row: T["$inferSelect"], values: Partial<T["$inferSelect"]>): boolean => {
+  const columns = getTableColumns(table);
+  return Object.entries(values)
+    .filter(([, value]) => value !== undefined)
+    .every(([key, value]) => {
+      const column = columns[key];
+      if (!column) throw new Error(`holdsAll: ${key} is not a column`);
+      const stored = (row as Record<string, unknown>)[key];
+      return value === null || stored === null ? value === stored : column.mapToDriverValue(value) === column.mapToDriverValue(stored);
+    });
+};

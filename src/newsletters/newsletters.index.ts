@@ -1,4 +1,6 @@
-import { commit } from "../db/commit";
+import { AGAIN, commit, writeExplained } from "../db/commit";
+import { holdsAll } from "../db/differs";
+import { newsletters } from "../db/schema";
 import { notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { envelope, givenFields, listPage } from "../lib/http";
@@ -39,16 +41,18 @@ export const newslettersRouter = createRouter()
       address: body.address,
     };
     const defined: NewsletterChanges = givenFields(changes);
-    const [[row]] = await commit(c, [updateNewsletterRow(c.var.db, workspace_id, newsletter_id, defined, Date.now())], {
-      status: 200,
-      resource: "newsletter",
-      id: newsletter_id,
+    return writeExplained(async () => {
+      const [[row]] = await commit(c, [updateNewsletterRow(c.var.db, workspace_id, newsletter_id, defined, Date.now())], {
+        status: 200,
+        resource: "newsletter",
+        id: newsletter_id,
+      });
+      if (row) return c.json(envelope(serializeNewsletter(row)), 200);
+      // Nothing written: no such newsletter, or every value given is already there.
+      const current = await findNewsletter(c.var.db, workspace_id, newsletter_id);
+      if (!current) throw notFound("newsletter", newsletter_id);
+      return holdsAll(newsletters, current, defined) ? c.json(envelope(serializeNewsletter(current)), 200) : AGAIN;
     });
-    if (row) return c.json(envelope(serializeNewsletter(row)), 200);
-    // Nothing written: no such newsletter, or every value given is already there.
-    const current = await findNewsletter(c.var.db, workspace_id, newsletter_id);
-    if (!current) throw notFound("newsletter", newsletter_id);
-    return c.json(envelope(serializeNewsletter(current)), 200);
   })
   .openapi(getNewsletter, async (c) => {
     const { workspace_id, newsletter_id } = c.req.valid("param");

@@ -1,5 +1,7 @@
 import { sql } from "drizzle-orm";
-import { commit } from "../db/commit";
+import { AGAIN, commit, writeExplained } from "../db/commit";
+import { holdsAll } from "../db/differs";
+import { subscribers } from "../db/schema";
 import type { CommitEvent } from "../events/write-events";
 import { ApiError, invalidParam, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
@@ -75,26 +77,31 @@ export const subscribersRouter = createRouter()
         ]
       : [{ type: "subscriber.updated", resource: "subscriber", id: subscriber_id }];
     const tagEdit = body.add_tags !== undefined || body.remove_tags !== undefined ? { add: body.add_tags ?? [], remove: body.remove_tags ?? [] } : undefined;
-    const [[row]] = await commit(
-      c,
-      [updateSubscriber(c.var.db, workspace_id, subscriber_id, changes, tagEdit)],
-      { status: 200, resource: "subscriber", id: subscriber_id },
-      { events },
-    );
-    if (row) return c.json(envelope(serializeSubscriber(row)), 200);
-    // Nothing written: say why (no such subscriber, the email is another's), or, when every value
-    // given is already there, answer the subscriber as it is.
-    const current = await findSubscriber(c.var.db, workspace_id, subscriber_id);
-    if (!current) throw notFound("subscriber", subscriber_id);
-    if (body.email !== undefined) {
-      const owner = (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email))?.id;
-      if (owner !== undefined && owner !== subscriber_id) throw emailTaken(body.email, owner);
-    }
-    if (tagEdit && editedTags(current.tags, tagEdit).length > TAGS_MAX) {
-      const message = `add_tags would give the subscriber more than ${TAGS_MAX} tags (it has ${current.tags.length})`;
-      throw invalidParam("add_tags", message);
-    }
-    return c.json(envelope(serializeSubscriber(current)), 200);
+    const { updatedAt: _, emailKey: __, ...given } = changes;
+    return writeExplained(async () => {
+      const [[row]] = await commit(
+        c,
+        [updateSubscriber(c.var.db, workspace_id, subscriber_id, changes, tagEdit)],
+        { status: 200, resource: "subscriber", id: subscriber_id },
+        { events },
+      );
+      if (row) return c.json(envelope(serializeSubscriber(row)), 200);
+      // Nothing written: say why (no such subscriber, the email is another's, too many tags), or,
+      // when every value given is already there, answer the subscriber as it is.
+      const current = await findSubscriber(c.var.db, workspace_id, subscriber_id);
+      if (!current) throw notFound("subscriber", subscriber_id);
+      if (body.email !== undefined) {
+        const owner = (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email))?.id;
+        if (owner !== undefined && owner !== subscriber_id) throw emailTaken(body.email, owner);
+      }
+      const tags = tagEdit && editedTags(current.tags, tagEdit);
+      if (tags && tags.length > TAGS_MAX) {
+        const message = `add_tags would give the subscriber more than ${TAGS_MAX} tags (it has ${current.tags.length})`;
+        throw invalidParam("add_tags", message);
+      }
+      const unchanged = holdsAll(subscribers, current, given) && (!tags || holdsAll(subscribers, current, { tags }));
+      return unchanged ? c.json(envelope(serializeSubscriber(current)), 200) : AGAIN;
+    });
   })
   .openapi(listSubscribers, async (c) => {
     const { workspace_id } = c.req.valid("param");

@@ -1,6 +1,8 @@
 import { logError } from "../lib/log";
 import type { Context } from "hono";
-import { commit } from "../db/commit";
+import { AGAIN, commit, writeExplained } from "../db/commit";
+import { holdsAll } from "../db/differs";
+import { webhookEndpoints } from "../db/schema";
 import { ApiError, invalidParam, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { envelope, listPage } from "../lib/http";
@@ -115,16 +117,19 @@ export const webhookEndpointsRouter = createRouter()
     if (body.events !== undefined) changes.events = body.events;
     if (body.description !== undefined) changes.description = body.description;
     if (body.enabled !== undefined) changes.enabled = body.enabled;
-    const [[row]] = await commit(c, [updateEndpointRow(c.var.db, workspace_id, endpoint_id, changes)], {
-      status: 200,
-      resource: "webhook_endpoint",
-      id: endpoint_id,
+    const { updatedAt: _, ...given } = changes;
+    return writeExplained(async () => {
+      const [[row]] = await commit(c, [updateEndpointRow(c.var.db, workspace_id, endpoint_id, changes)], {
+        status: 200,
+        resource: "webhook_endpoint",
+        id: endpoint_id,
+      });
+      if (row) return c.json(envelope(serializeEndpoint(row)), 200);
+      // Nothing written: no such endpoint, or every value given is already there.
+      const current = await findEndpoint(c.var.db, workspace_id, endpoint_id);
+      if (!current) throw missing(endpoint_id);
+      return holdsAll(webhookEndpoints, current, given) ? c.json(envelope(serializeEndpoint(current)), 200) : AGAIN;
     });
-    if (row) return c.json(envelope(serializeEndpoint(row)), 200);
-    // Nothing written: no such endpoint, or every value given is already there.
-    const current = await findEndpoint(c.var.db, workspace_id, endpoint_id);
-    if (!current) throw missing(endpoint_id);
-    return c.json(envelope(serializeEndpoint(current)), 200);
   })
   .openapi(deleteEndpoint, async (c) => {
     const { workspace_id, endpoint_id } = c.req.valid("param");
