@@ -2,7 +2,8 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RETRY_DELAYS_SECONDS } from "../src/webhooks/messages";
-import { sweepWebhooks } from "../src/webhooks/sweep";
+import { ulid } from "ulidx";
+import { EVENT_TTL_MS, sweepWebhooks } from "../src/webhooks/sweep";
 import { tenant } from "./helpers";
 import { attemptRow, CapturedQueue, consume, createEndpoint, RECEIVER, receiver, seedEvent } from "./webhooks.fixtures";
 
@@ -254,5 +255,49 @@ describe("the sweeper", () => {
     const swept = new CapturedQueue();
     await sweepWebhooks({ ...env, WEBHOOK_QUEUE: swept.asBinding() }, row!.next_attempt_at! + 6 * 60_000);
     expect(swept.messages.map((m) => m.body)).toEqual([{ type: "deliver", attempt_id: first.attempt_id, try: 1 }]);
+  });
+
+  it("keeps events and their attempts 30 days: then finished attempts go, and events no attempt refers to", async () => {
+    const t = await tenant();
+    const endpoint = await createEndpoint(t);
+    const now = Date.now();
+    const old = now - EVENT_TTL_MS - 60_000;
+    // Ids made at those times (the service's own generator never goes back in time).
+    const event = (at: number) => seedEvent(t.workspace.id, { id: `evt_${ulid(at)}`, createdAt: at, type: "webhook.test" });
+    const attempt = async (eventId: string, at: number, status: "pending" | "succeeded" | "failed") => {
+      const id = `wa_${ulid(at)}`;
+      await env.DB.prepare(
+        `INSERT INTO webhook_attempts (id, workspace_id, endpoint_id, event_id, status, attempts, next_attempt_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?7)`,
+      )
+        .bind(id, t.workspace.id, endpoint.id, eventId, status, status === "pending" ? now : null, at)
+        .run();
+      return id;
+    };
+    const delivered = await event(old);
+    const deliveredAttempt = await attempt(delivered, old, "succeeded");
+    const gaveUp = await event(old);
+    await attempt(gaveUp, old, "failed");
+    const unmatched = await event(old);
+    const stillTrying = await event(old);
+    const tryingAttempt = await attempt(stillTrying, old, "pending");
+    const dispatchedLate = await event(old);
+    const lateAttempt = await attempt(dispatchedLate, now - 1000, "succeeded");
+    const recent = await event(now - 1000);
+    const recentAttempt = await attempt(recent, now - 1000, "succeeded");
+
+    await sweepWebhooks({ ...env, WEBHOOK_QUEUE: new CapturedQueue().asBinding() }, now);
+    const ids = async (table: string) =>
+      (await env.DB.prepare(`SELECT id FROM ${table} WHERE workspace_id = ? ORDER BY id`).bind(t.workspace.id).all<{ id: string }>()).results.map((r) => r.id);
+    expect(await ids("events")).toEqual([stillTrying, dispatchedLate, recent].sort());
+    expect(await ids("webhook_attempts")).toEqual([tryingAttempt, lateAttempt, recentAttempt].sort());
+    expect(deliveredAttempt).not.toBe(lateAttempt);
+    // Through the API: gone is not found, kept is listed.
+    expect((await t.call("GET", `${t.ws}/events/${delivered}`)).status).toBe(404);
+    expect((await t.call("GET", `${t.ws}/events/${unmatched}`)).status).toBe(404);
+    expect((await t.call("GET", `${t.ws}/events/${gaveUp}`)).status).toBe(404);
+    const listed = (await t.call("GET", `${t.ws}/events`)).body.data.map((e: { id: string }) => e.id);
+    expect(listed).toEqual(expect.arrayContaining([recent, stillTrying, dispatchedLate]));
+    expect(listed).not.toContain(delivered);
   });
 });

@@ -411,5 +411,7 @@ export const webhookAttempts = sqliteTable(
     uniqueIndex("webhook_attempts_endpoint_event_uq").on(t.endpointId, t.eventId),
     index("webhook_attempts_endpoint_id_idx").on(t.endpointId, t.id),
     index("webhook_attempts_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending'`),
+    // The purge keeps an event while an attempt refers to it (src/webhooks/attempts.repository.ts).
+    index("webhook_attempts_event_id_idx").on(t.eventId),
   ],
 );

@@ -8,7 +8,7 @@ export const listEvents = apiRoute({
   tags: ["Events"],
   summary: "List events",
   description:
-    "The event log, newest first: every change webhook endpoints are told about (and `webhook.test` events), whether or not an endpoint received it. `type` combines with the cursor.",
+    "The event log, newest first: every change webhook endpoints are told about (and `webhook.test` events), whether or not an endpoint received it, for 30 days (then it and its endpoints' finished attempts are deleted). `type` combines with the cursor.",
   scope: "webhooks:read",
   request: { params: WorkspaceParams, query: ListEventsQuery },
   responses: {
@@ -21,6 +21,7 @@ export const getEvent = apiRoute({
   path: "/workspaces/{workspace_id}/events/{event_id}",
   tags: ["Events"],
   summary: "Retrieve an event",
+  description: "An event of the last 30 days; an older one is a 404 `not_found`.",
   scope: "webhooks:read",
   request: { params: EventParams },
   responses: { 200: { description: "The event", content: { "application/json": { schema: dataEnvelope(EventSchema) } } } },

@@ -1,4 +1,4 @@
-import { monotonicFactory } from "ulidx";
+import { encodeTime, monotonicFactory } from "ulidx";
 
 export const idPrefixes = {
   workspace: "ws_",
@@ -36,3 +36,6 @@ const pooledRandom = (): number => {
 const nextUlid = monotonicFactory(pooledRandom);
 
 export const newId = (kind: IdKind, now: number = Date.now()): string => `${idPrefixes[kind]}${nextUlid(now)}`;
+
+/** Below every id of `kind` made at `time` or later (ULIDs sort by their time): a range bound on a primary key. */
+export const idFloor = (kind: IdKind, time: number): string => `${idPrefixes[kind]}${encodeTime(time, 10)}`;

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { createDb } from "../db/client";
-import { newId } from "../lib/ids";
+import { idFloor, newId } from "../lib/ids";
 import { endpointTakes } from "./endpoint-match";
 import { RETRY_DELAYS_SECONDS } from "./messages";
 
@@ -156,4 +156,25 @@ export const findUndispatchedEvents = async (d1: D1Database, before: number, tak
     .bind(before, take)
     .all<{ id: string }>();
   return results.map((r) => r.id);
+};
+
+/**
+ * Past the retention (`before`): finished attempts made before it, then events made before it that
+ * no attempt refers to any more (a pending attempt keeps its event). Ranges on the primary keys, up
+ * to `take` rows each. How many rows went.
+ */
+export const deleteExpiredEvents = async (d1: D1Database, before: number, take: number): Promise<number> => {
+  const [attempts, events] = await d1.batch([
+    d1
+      .prepare(`DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE id < ?1 AND status <> 'pending' LIMIT ?2)`)
+      .bind(idFloor("webhook_attempt", before), take),
+    d1
+      .prepare(
+        `DELETE FROM events WHERE id IN (
+           SELECT id FROM events e WHERE id < ?1
+              AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.event_id = e.id) LIMIT ?2)`,
+      )
+      .bind(idFloor("event", before), take),
+  ]);
+  return Math.max(attempts?.meta.changes ?? 0, events?.meta.changes ?? 0);
 };

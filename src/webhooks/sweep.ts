@@ -1,5 +1,5 @@
 import { purgeInRounds } from "../lib/purge";
-import { findStalledAttempts, findUndispatchedEvents } from "./attempts.repository";
+import { deleteExpiredEvents, findStalledAttempts, findUndispatchedEvents } from "./attempts.repository";
 import { deleteReceiptsBefore } from "../feedback/feedback.repository";
 import type { WebhookMessage } from "./messages";
 
@@ -11,9 +11,16 @@ const MINUTE = 60_000;
 export const RECEIPT_TTL_MS = 7 * 24 * 60 * MINUTE;
 
 /**
+ * How long events (GET /events) and their endpoints' attempts are kept, as Stripe keeps its events:
+ * far past the last retry (about 28 h), and what an integrator reconciling a missed delivery needs,
+ * while the outbox, whose campaign events carry a whole campaign, does not grow for ever.
+ */
+export const EVENT_TTL_MS = 30 * 24 * 60 * MINUTE;
+
+/**
  * The cron's part for webhooks: events whose dispatch was never enqueued (a crash between a write's
  * commit and its enqueue) a minute after their write, and pending attempts whose next try is five
- * minutes overdue (its message was lost). Both messages are safe to receive twice.
+ * minutes overdue (its message was lost). Both messages are safe to receive twice. And the purges.
  */
 export const sweepWebhooks = async (env: Env, now: number): Promise<void> => {
   const [events, stalled] = await Promise.all([
@@ -25,7 +32,9 @@ export const sweepWebhooks = async (env: Env, now: number): Promise<void> => {
     ...stalled.map((a) => ({ body: { type: "deliver", attempt_id: a.id, try: a.attempts } as const })),
   ];
   for (let i = 0; i < requests.length; i += 100) await env.WEBHOOK_QUEUE.sendBatch(requests.slice(i, i + 100));
-  // Receipts older than their TTL, so the table does not grow for ever (up to 10,000 a sweep).
+  // Receipts, events and attempts older than their TTL, so the tables do not grow for ever (up to
+  // 10,000 rows of each a sweep).
   await purgeInRounds((size) => deleteReceiptsBefore(env.DB, now - RECEIPT_TTL_MS, size));
+  await purgeInRounds((size) => deleteExpiredEvents(env.DB, now - EVENT_TTL_MS, size));
 };
 
