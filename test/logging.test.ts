@@ -45,9 +45,15 @@ describe("access log", () => {
     const token = "AQ".padEnd(66, "x");
     await call("GET", `/u/${token}`);
     await call("POST", `/v1/u/${token}/resubscribe`);
-    const [get, post] = lines.map((line) => JSON.parse(line));
+    // An altered link with slashes in its token: none of it either.
+    await call("GET", `/u/AQ${token.slice(0, 20)}/${token.slice(20, 40)}/x`);
+    await call("POST", `/c/${token.slice(0, 30)}/${token.slice(30)}`);
+    const [get, post, altered, confirm] = lines.map((line) => JSON.parse(line));
     expect(get).toMatchObject({ method: "GET", route: "GET /u/{token}", path: "/u/{token}" });
     expect(post).toMatchObject({ method: "POST", route: "POST /u/{token}/resubscribe", path: "/u/{token}/resubscribe" });
+    expect(altered).toMatchObject({ path: "/u/{token}", status: 404 });
+    expect(confirm).toMatchObject({ path: "/c/{token}" });
+    expect(lines.join("\n")).not.toContain(token.slice(20, 40));
     expect(lines.join("\n")).not.toContain(token);
   });
 

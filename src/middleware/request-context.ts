@@ -47,7 +47,7 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     method: c.req.method,
     route: c.get("route") ?? linkRoute(c.req.method, c.req.path) ?? null,
     // A link's token (unsubscribe, confirmation) is the only authority over its subscriber's consent: never logged.
-    path: c.req.path.replace(LINK_TOKEN, "$1{token}"),
+    path: c.req.path.replace(LINK_TOKEN, "$1{token}$2"),
     status,
     duration_ms: Date.now() - started,
     db_calls: trips.db.calls,
@@ -58,8 +58,11 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   log(level, "request", line);
 });
 
-/** The token segment of a link's path (`/u/{token}`, `/v1/u/{token}/resubscribe`, `/c/{token}`). */
-const LINK_TOKEN = /^((?:\/v1)?\/[uc]\/)[^/]+/;
+/**
+ * The token of a link's path (`/u/{token}`, `/v1/u/{token}/resubscribe`, `/c/{token}`): everything
+ * after `/u/` but a final `/resubscribe` or `/`, so an altered link with slashes in it shows none of it either.
+ */
+const LINK_TOKEN = /^((?:\/v1)?\/[uc]\/).*?(\/resubscribe\/?|\/)?$/;
 
 /** The link routes' names for the log (they are not apiRoutes). */
 const linkRoute = (method: string, path: string): string | undefined => {
