@@ -81,6 +81,18 @@ describe("a request that dies right after its write commits", () => {
     await expectSameAsRead(t, retry, path);
   });
 
+  it("subscriber batch: the retry replays the original 200 (created, not existing), each subscriber and event once", async () => {
+    const t = await tenant();
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "there@example.com" } });
+    const body = { subscribers: [{ email: "one@example.com" }, { email: "there@example.com" }, { email: "two@example.com", tags: ["x"] }] };
+    const retry = await crashAndRetry(t, "POST", `${t.ws}/subscribers/batch`, "crash-batch-1", body, 200);
+    expect(retry.body.data).toMatchObject({ object: "subscriber_batch", created: 2, existing: 1 });
+    expect(retry.body.data.results.map((r: { result: string }) => r.result)).toEqual(["created", "existing", "created"]);
+    expect(await count("subscribers", t.workspace.id)).toBe(3);
+    expect(await count("events", t.workspace.id)).toBe(3);
+    await expectSameAsRead(t, { ...retry, text: JSON.stringify({ data: retry.body.data.results[2].subscriber }) }, `${t.ws}/subscribers/${retry.body.data.results[2].subscriber.id}`);
+  });
+
   it("newsletter create: the retry replays the original 201, one newsletter exists", async () => {
     const t = await tenant();
     const body = { name: "Weekly", from_email: "news@example.com", from_name: "Acme" };

@@ -1,7 +1,9 @@
+import type { SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import type { BatchItem, BatchResponse } from "drizzle-orm/batch";
 import { ApiError } from "../errors/api-error";
 import {
+  compositeRecord,
   dropExpiredRecord,
   findLiveRecord,
   type IdempotencyRecord,
@@ -9,7 +11,7 @@ import {
   renderedRecord,
   snapshotRecord,
 } from "../idempotency/idempotency";
-import type { ResourceKind } from "../idempotency/resources";
+import type { CompositeKind, ResourceKind } from "../idempotency/resources";
 import { undispatchedIn } from "../events/event-statement";
 import { enqueueDispatch } from "../events/outbox";
 import { type CommitEvent, writeEvents } from "../events/write-events";
@@ -18,10 +20,14 @@ import type { AppEnv } from "../lib/types";
 
 /**
  * What a write answers when it applies: the resource row `id` of `resource` (snapshotted in the
- * batch, replayed through its serializer), or a body computed before it (only for a request with no
- * statements: nothing then decides whether it applied).
+ * batch, replayed through its serializer), a body computed before it (only for a request with no
+ * statements: nothing then decides whether it applied), or a `composite` answer about many rows
+ * (`elements`: SQL for the JSON it renders from, snapshotted in the batch; such a write always applies).
  */
-type Answer = { status: 200 | 201 | 202; resource: ResourceKind; id: string } | { status: 200 | 201 | 202; body: unknown };
+type Answer =
+  | { status: 200 | 201 | 202; resource: ResourceKind; id: string }
+  | { status: 200 | 201 | 202; body: unknown }
+  | { status: 200 | 201 | 202; composite: CompositeKind; elements: SQL };
 
 /**
  * The one write path: a request's statements commit in ONE D1 batch (one round trip, atomic),
@@ -50,7 +56,7 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
   const list = options.events ?? [];
   // A body answer has no statement to decide whether it applied: it is for a request that writes
   // nothing but its answer (a test send), whose record is written unconditionally.
-  if (!("resource" in answer) && statements.length > 0) throw new Error("commit: a body answer is for a request with no statements");
+  if ("body" in answer && statements.length > 0) throw new Error("commit: a body answer is for a request with no statements");
   if (!request && list.length === 0) {
     if (statements.length === 0) return [] as unknown as BatchResponse<T>;
     return (await db.batch(statements as unknown as [BatchItem<"sqlite">])) as unknown as BatchResponse<T>;
@@ -63,7 +69,9 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
     ? []
     : "resource" in answer
       ? [snapshotRecord(db, request, now, answer, events?.applied)]
-      : [renderedRecord(db, request, now, { status: answer.status, body: JSON.stringify(answer.body) } satisfies StoredResponse)];
+      : "composite" in answer
+        ? [compositeRecord(db, request, now, answer)]
+        : [renderedRecord(db, request, now, { status: answer.status, body: JSON.stringify(answer.body) } satisfies StoredResponse)];
   const batch = [...head, ...statements, ...(events?.after ?? []), ...record, ...(events?.clear ?? [])];
   let results: unknown[];
   try {

@@ -38,7 +38,7 @@ export type EventStatementSpec = EventSpec & {
  * their writes then cost no queue message and no dispatch step. An endpoint created after the event
  * was never owed it.
  */
-const bornDispatched = (table: SQL, type: EventType | SQL, now: number) => sql`
+export const bornDispatched = (table: SQL, type: EventType | SQL, now: number) => sql`
   CASE WHEN EXISTS (
     SELECT 1 FROM ${webhookEndpoints} e WHERE e.workspace_id = ${table}.workspace_id AND ${endpointTakes("e", type)}
   ) THEN NULL ELSE ${now} END`;

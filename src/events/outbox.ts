@@ -40,11 +40,14 @@ export const outboxStatement = (d1: D1Database, event: EventSpec, now: number): 
 
 /** Hands events to the webhook queue; never throws (the sweeper dispatches what this could not). */
 export const enqueueDispatch = async (queue: Queue, eventIds: string[]): Promise<void> => {
-  if (eventIds.length === 0) return;
-  try {
-    await queue.sendBatch(eventIds.map((id) => ({ body: { type: "dispatch", event_id: id } satisfies WebhookMessage })));
-  } catch (err) {
-    logError("webhook_dispatch_enqueue_failed", { event_ids: eventIds }, err);
+  // A queue takes at most 100 messages a sendBatch (a batch of subscribers writes up to 1,000 events).
+  for (let i = 0; i < eventIds.length; i += 100) {
+    const chunk = eventIds.slice(i, i + 100);
+    try {
+      await queue.sendBatch(chunk.map((id) => ({ body: { type: "dispatch", event_id: id } satisfies WebhookMessage })));
+    } catch (err) {
+      logError("webhook_dispatch_enqueue_failed", { event_ids: chunk }, err);
+    }
   }
 };
 

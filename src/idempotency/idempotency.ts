@@ -1,7 +1,7 @@
 import { and, eq, gt, type SQL, sql, type Table } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { idempotencyKeys } from "../db/schema";
-import { resources, type ResourceKind, snapshotJson } from "./resources";
+import { type CompositeKind, resources, type ResourceKind, snapshotJson } from "./resources";
 import type { StoredResponse } from "./stored-response";
 
 // The Idempotency-Key record of a request: what `commit` writes in the request's own batch, what the
@@ -65,6 +65,19 @@ export const snapshotRecord = (
            json_object('status', ${answer.status}, 'resource', ${answer.resource}, 'row', ${snapshotJson(answer.resource)}),
            ${f.createdAt}, ${f.expiresAt}
       FROM ${table} WHERE id = ${answer.id} AND ${applied}`);
+};
+
+/**
+ * The record of a write answering about many rows (`composite`, resources.ts): `elements`, SQL giving
+ * the JSON array the answer renders from, evaluated where the record stands in the batch. Always
+ * inserted: such a write applies whatever it finds (its answer says what it did).
+ */
+export const compositeRecord = (db: Db, request: IdempotentRequest, now: number, answer: { status: number; composite: CompositeKind; elements: SQL }) => {
+  const f = recordFields(request, now);
+  return db.insert(idempotencyKeys).select(sql`
+    SELECT ${f.credentialId}, ${f.key}, ${f.fingerprint},
+           json_object('status', ${answer.status}, 'composite', ${answer.composite}, 'elements', json(${answer.elements})),
+           ${f.createdAt}, ${f.expiresAt}`);
 };
 
 /** The record of an answer known before the batch (no resource row to snapshot). */

@@ -5,7 +5,7 @@ import { serializeCampaign } from "../campaigns/campaigns.schemas";
 import { serializeNewsletter } from "../newsletters/newsletters.schemas";
 import { serializeDelivery, serializeOperation } from "../operations/operations.schemas";
 import { serializeSegment } from "../segments/segments.schemas";
-import { serializeSubscriber } from "../subscribers/subscribers.schemas";
+import { serializeSubscriber, serializeSubscriberBatch, type SubscriberBatchRow } from "../subscribers/subscribers.schemas";
 import {
   serializeDeletedEndpoint,
   serializeEndpoint,
@@ -85,3 +85,25 @@ export const serializeResource = (kind: ResourceKind, row: Record<string, unknow
 /** The body a write answers with, for a row of `kind`: `{ "data": <resource> }`. */
 export const renderResource = (kind: ResourceKind, row: Record<string, unknown>) =>
   JSON.stringify({ data: serializeResource(kind, row) });
+
+/**
+ * Answers about many rows at once, snapshotted by SQL in the write's batch as a JSON array (each
+ * element holding its rows' snapshots), and rendered from it live and on replay alike.
+ */
+const composites = {
+  /** POST /subscribers/batch: per item, its index, whether this write created it, and the subscriber. */
+  subscriber_batch: (elements: unknown[]) =>
+    serializeSubscriberBatch(
+      (elements as { index: number; created: 0 | 1; subscriber: Record<string, unknown> }[]).map((e) => ({
+        index: e.index,
+        created: e.created,
+        subscriber: rowFromSnapshot("subscriber", e.subscriber) as SubscriberBatchRow["subscriber"],
+      })),
+    ),
+};
+
+export type CompositeKind = keyof typeof composites;
+
+export const serializeComposite = (kind: CompositeKind, elements: unknown[]) => composites[kind](elements);
+
+export const renderComposite = (kind: CompositeKind, elements: unknown[]) => JSON.stringify({ data: serializeComposite(kind, elements) });

@@ -1,13 +1,15 @@
-import { type ResourceKind, renderResource, rowFromSnapshot } from "./resources";
+import { type CompositeKind, renderComposite, type ResourceKind, renderResource, rowFromSnapshot } from "./resources";
 
 /**
  * What an Idempotency-Key record replays. `rendered`: the exact status, headers and body of an answer
  * (an error, or a body computed before the write). `snapshot`: the row a write created or changed,
- * captured in the write's own batch and rendered on replay exactly as the live answer was.
+ * captured in the write's own batch and rendered on replay exactly as the live answer was;
+ * `composite`: the same for an answer about many rows (resources.ts).
  */
 export type StoredResponse =
   | { status: number; headers?: Record<string, string>; body: string }
-  | { status: number; resource: ResourceKind; row: Record<string, unknown> };
+  | { status: number; resource: ResourceKind; row: Record<string, unknown> }
+  | { status: number; composite: CompositeKind; elements: unknown[] };
 
 const JSON_HEADERS = { "content-type": "application/json" };
 
@@ -15,7 +17,9 @@ export const replayResponse = (stored: StoredResponse): Response => {
   const [body, headers] =
     "body" in stored
       ? [stored.body, stored.headers ?? JSON_HEADERS]
-      : [renderResource(stored.resource, rowFromSnapshot(stored.resource, stored.row)), JSON_HEADERS];
+      : "composite" in stored
+        ? [renderComposite(stored.composite, stored.elements), JSON_HEADERS]
+        : [renderResource(stored.resource, rowFromSnapshot(stored.resource, stored.row)), JSON_HEADERS];
   return new Response(body, { status: stored.status, headers: { ...headers, "Idempotent-Replayed": "true" } });
 };
 

@@ -19,8 +19,11 @@ import {
   updateSubscriber,
 } from "./subscribers.repository";
 import { askToConfirm } from "../consent/confirmation-mail";
-import { createSubscriber, getSubscriber, listSubscribers, requestConfirmation, updateSubscriber as updateRoute } from "./subscribers.routes";
-import { serializeSubscriber } from "./subscribers.schemas";
+import { createSubscriber, createSubscriberBatch, getSubscriber, listSubscribers, requestConfirmation, updateSubscriber as updateRoute } from "./subscribers.routes";
+import { serializeSubscriber, type serializeSubscriberBatch } from "./subscribers.schemas";
+import { subscriberBatchStatements } from "./subscribers.batch";
+import { enqueueDispatch } from "../events/outbox";
+import { serializeComposite } from "../idempotency/resources";
 
 const emailTaken = (email: string, existingId: string | undefined) =>
   new ApiError("subscriber_exists", `A subscriber with email ${email} already exists in this workspace`, {
@@ -49,6 +52,16 @@ export const subscribersRouter = createRouter()
     })], { status: 201, resource: "subscriber", id }, { events: [{ type: "subscriber.created", resource: "subscriber", id }] });
     if (!row) throw emailTaken(body.email, (await findSubscriberIdByEmail(c.var.db, workspace_id, body.email))?.id);
     return c.json(envelope(serializeSubscriber(row)), 201);
+  })
+  .openapi(createSubscriberBatch, async (c) => {
+    const { workspace_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const batch = subscriberBatchStatements(c.var.db, workspace_id, body.subscribers, Date.now());
+    const results = await commit(c, batch.statements, { status: 200, composite: "subscriber_batch", elements: batch.elements });
+    const { elements, undispatched } = batch.read(results);
+    // Its events are written by the batch's own statement (not commit's list): their dispatch is handed over here.
+    if (undispatched.length > 0) c.executionCtx.waitUntil(enqueueDispatch(c.env.WEBHOOK_QUEUE, undispatched));
+    return c.json(envelope(serializeComposite("subscriber_batch", elements) as ReturnType<typeof serializeSubscriberBatch>), 200);
   })
   .openapi(getSubscriber, async (c) => {
     const { workspace_id, subscriber_id } = c.req.valid("param");

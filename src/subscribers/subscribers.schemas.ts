@@ -65,6 +65,66 @@ export const CreateSubscriberBody = z
   })
   .openapi("CreateSubscriberRequest", { example: { email: "ada@example.com", name: "Ada Lovelace", tags: ["vip"] } });
 
+/** The most subscribers one batch creates. */
+export const SUBSCRIBER_BATCH_MAX = 1000;
+
+export const CreateSubscriberBatchBody = z
+  .strictObject({
+    subscribers: z
+      .array(CreateSubscriberBody)
+      .min(1)
+      .max(SUBSCRIBER_BATCH_MAX)
+      // One address once: which of two items would the subscriber be?
+      .superRefine((items, ctx) => {
+        const first = new Map<string, number>();
+        items.forEach((item, i) => {
+          const key = item.email.toLowerCase();
+          const seen = first.get(key);
+          if (seen === undefined) first.set(key, i);
+          else ctx.addIssue({ code: "custom", path: [i, "email"], message: `is the same address as subscribers[${seen}].email (case-insensitively)` });
+        });
+      })
+      .openapi({
+        description: `1 to ${SUBSCRIBER_BATCH_MAX} subscribers, each as \`POST /subscribers\` takes it; no address twice (case-insensitively).`,
+      }),
+  })
+  .openapi("CreateSubscriberBatchRequest", {
+    example: { subscribers: [{ email: "ada@example.com", name: "Ada Lovelace", tags: ["vip"] }, { email: "grace@example.com" }] },
+  });
+
+const batchResults = ["created", "existing"] as const;
+
+export const SubscriberBatchSchema = z
+  .object({
+    object: z.literal("subscriber_batch"),
+    created: z.number().int().openapi({ description: "How many subscribers this request created." }),
+    existing: z.number().int().openapi({ description: "How many addresses were subscribers already (left as they were)." }),
+    results: z
+      .array(
+        z.object({
+          index: z.number().int().openapi({ description: "The item's position in the request's `subscribers`." }),
+          result: z.enum(batchResults).openapi({
+            description: "`created`, or `existing`: the address was the workspace's already, and that subscriber is left unchanged (what `POST /subscribers` answers with a 409 `subscriber_exists`).",
+          }),
+          subscriber: SubscriberSchema,
+        }),
+      )
+      .openapi({ description: "One per item, in the request's order." }),
+  })
+  .openapi("SubscriberBatch");
+
+export type SubscriberBatchRow = { index: number; created: 0 | 1; subscriber: typeof subscribers.$inferSelect };
+
+export const serializeSubscriberBatch = (rows: readonly SubscriberBatchRow[]): z.infer<typeof SubscriberBatchSchema> => {
+  const created = rows.filter((row) => row.created === 1).length;
+  return {
+    object: "subscriber_batch",
+    created,
+    existing: rows.length - created,
+    results: rows.map((row) => ({ index: row.index, result: batchResults[1 - row.created] as (typeof batchResults)[number], subscriber: serializeSubscriber(row.subscriber) })),
+  };
+};
+
 const updatable = ["email", "name", "tags", "add_tags", "remove_tags", "location", "source", "status"] as const;
 
 export const UpdateSubscriberBody = z
