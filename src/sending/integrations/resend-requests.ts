@@ -17,6 +17,13 @@ export const HEDGE_AFTER_MS = 1_500;
 export const ASKS_PER_TRY = 3;
 /** A slot further away than this is not waited for in the invocation: the message comes back later. */
 export const MAX_SLOT_WAIT_MS = 30_000;
+/**
+ * The most a confirmed start may lie after the last look (whether everyone in the request is still
+ * to be mailed) before the request looks again: the look's own lead (LEAD_MS) and the confirmation's
+ * round trip, with room to spare. So a request leaves at most about this long after the look it
+ * carries, however the pacer moved it.
+ */
+export const FRESH_LOOK_MS = 150;
 /** Times a request late for its start asks the pacer for another before it leaves on the last one. */
 const RESTARTS = 2;
 /** How many recent answer times the wait before asking again is drawn from. */
@@ -100,7 +107,8 @@ const notAsked: Retryable = { kind: "retry", error: { code: "resend_hedge_not_as
  * reserved), or this caller may have come so late that leaving now would crowd the senders that kept
  * their slots (then it leaves as much later as it must, when the pacer says). `beforeConfirm` is the last look before the request (whether anyone is still
  * to be mailed), ahead of the confirmation, so that a slow look makes the request late only as the pacer
- * knows it. Once `stop` is aborted (the batch was answered meanwhile) no slot is confirmed: an
+ * knows it; when the start the pacer gives is more than FRESH_LOOK_MS after it, it looks again just
+ * before that start. Once `stop` is aborted (the batch was answered meanwhile) no slot is confirmed: an
  * abandoned ask spends none of the account's rate.
  */
 export const awaitSlot = async (
@@ -120,9 +128,21 @@ export const awaitSlot = async (
     if (stop.aborted) return abandoned;
     // Nobody left to ask: the slot is not confirmed (it lapses).
     if (beforeConfirm && !(await beforeConfirm())) return;
+    let looked = Date.now();
     if (stop.aborted) return abandoned;
     let start = await config.pacer.confirm(slot.at, config.rps);
     for (let restarts = 0; start !== null; restarts++) {
+      if (beforeConfirm && start - looked > FRESH_LOOK_MS) {
+        // The pacer put the start well after the look (this caller came late, or was moved): look
+        // again just before it, so nobody who left in between is in the request. The number the
+        // stale look gave is withdrawn first; the new look numbers the request that leaves.
+        const untilLook = start - LEAD_MS - Date.now();
+        if (untilLook > 0) await sleep(untilLook);
+        if (stop.aborted) return abandoned;
+        await withdrawn?.();
+        if (!(await beforeConfirm())) return;
+        looked = Date.now();
+      }
       const wait = start - Date.now();
       if (wait > 0) await sleep(wait);
       if (stop.aborted) return abandoned;
