@@ -215,6 +215,32 @@ describe("POST /webhooks/resend: what later events may change", () => {
     expect(await s.delivery(b.id)).toMatchObject({ status: "delivered", provider_message_id: "re_learnt_b" });
   });
 
+  it("a report that comes before its request's answer is 409 delivery_in_flight, changes nothing, and is applied when Resend sends it again", async () => {
+    const s = await sentCampaign(2);
+    const [a, b] = s.deliveries as [Delivery, Delivery];
+    // As a request Resend took leaves its deliveries until its answer is recorded: queued, asked, no message id.
+    await env.DB.prepare("UPDATE deliveries SET status = 'queued', provider_message_id = NULL, asked_seq = 1 WHERE id = ?").bind(a.id).run();
+    const before = await snapshot();
+    const id = "msg_in_flight_1";
+    const complaint = event("email.complained", "re_in_flight_a", { tags: [{ name: "delivery_id", value: a.id }] });
+    const early = await post(s.h.env, { id, body: complaint });
+    expect(early.status, early.text).toBe(409);
+    expect(early.body.error.code).toBe("delivery_in_flight");
+    expect(early.headers.get("retry-after")).toBe("5");
+    expect(await snapshot()).toEqual(before);
+    // The answer is recorded; Resend sends the event again under its svix-id.
+    await env.DB.prepare("UPDATE deliveries SET status = 'sent', provider_message_id = 're_in_flight_a' WHERE id = ?").bind(a.id).run();
+    const again = await post(s.h.env, { id, body: complaint });
+    expect(again.body.data.result).toBe("applied");
+    expect(await s.delivery(a.id)).toMatchObject({ status: "complained" });
+    expect(await s.subscriberStatus(a.subscriber_id)).toBe("unsubscribed");
+    // A delivery never in a request is no message Resend took: ignored, as an unknown id.
+    await env.DB.prepare("UPDATE deliveries SET status = 'queued', provider_message_id = NULL, asked_seq = 0 WHERE id = ?").bind(b.id).run();
+    const never = await post(s.h.env, { body: event("email.bounced", "re_never", { bounce: { type: "Permanent" }, tags: [{ name: "delivery_id", value: b.id }] }) });
+    expect(never.status).toBe(200);
+    expect(never.body.data.result).toBe("ignored");
+  });
+
   it("a report of a message recorded outcome_unknown proves it was sent: the delivery takes the report's status, and the counts follow", async () => {
     const s = await sentCampaign(2);
     const [a, b] = s.deliveries as [Delivery, Delivery];

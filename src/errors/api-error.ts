@@ -19,6 +19,7 @@ export const errorCodes = {
   campaign_not_scheduled: { status: 409, type: "invalid_request_error" },
   campaign_not_sending: { status: 409, type: "invalid_request_error" },
   webhook_endpoint_limit_reached: { status: 409, type: "invalid_request_error" },
+  delivery_in_flight: { status: 409, type: "invalid_request_error" },
   idempotency_key_in_use: { status: 409, type: "idempotency_error" },
   payload_too_large: { status: 413, type: "invalid_request_error" },
   unsupported_media_type: { status: 415, type: "invalid_request_error" },

@@ -4,7 +4,7 @@ import { outboxStatement } from "../events/outbox";
 
 // Resend's delivery feedback applied to deliveries and subscribers. Every effect of one event and
 // its receipt (by svix-id) commit in one atomic batch; each effect runs only while the receipt is
-// absent, and the receipt is the batch's last statement, so a redelivered event changes nothing.
+// absent, and the receipt comes after every effect, so a redelivered event changes nothing.
 
 export type FeedbackEvent = {
   svixId: string;
@@ -136,22 +136,43 @@ const feedbackStatements = (d1: D1Database, event: FeedbackEvent, now: number): 
     d1.prepare(query).bind(...bindings.slice(0, placeholders(query))),
     ...(outgoing ? [outboxStatement(d1, outgoing, now)] : []),
   ]);
+  // Not while the tagged delivery is in flight: no receipt, so the event is taken when Resend sends it again.
+  const inFlight = learn.length > 0 ? IN_FLIGHT : "0";
   const receipt = d1
-    .prepare(`INSERT INTO webhook_receipts (svix_id, event_type, received_at) VALUES (?1, ?2, ?3) ON CONFLICT (svix_id) DO NOTHING RETURNING svix_id`)
-    .bind(event.svixId, event.type, now);
-  return [...statements, receipt];
+    .prepare(
+      `INSERT INTO webhook_receipts (svix_id, event_type, received_at) SELECT ?1, ?7, ?4 WHERE NOT (${inFlight})
+         ON CONFLICT (svix_id) DO NOTHING RETURNING svix_id`,
+    )
+    .bind(...bindings, event.type);
+  const pending = d1.prepare(`SELECT ${inFlight} AS in_flight`).bind(...bindings.slice(0, placeholders(inFlight)));
+  return [...statements, receipt, pending];
 };
 
-/** Applies an event: `duplicate` when its svix-id was seen before, `ignored` when it changed nothing. */
+/**
+ * A report of a message Resend took in a request whose answer is not recorded yet: the delivery
+ * named by its tag is still `queued`, was in a request, and no delivery has the message's id. Its
+ * effects would find nothing (they match the message id, which the answer brings), so it is not
+ * taken now, nor recorded as seen: Resend sends it again (it retries an event that is not answered
+ * 2xx), and by then the answer is recorded.
+ */
+const IN_FLIGHT = `(EXISTS (SELECT 1 FROM deliveries WHERE id = ?6 AND status = 'queued' AND provider_message_id IS NULL AND asked_seq > 0)
+  AND NOT EXISTS (SELECT 1 FROM deliveries WHERE provider_message_id = ?2))`;
+
+/**
+ * Applies an event: `duplicate` when its svix-id was seen before, `ignored` when it changed nothing,
+ * `in_flight` when it reports a message whose request's answer is not recorded yet (nothing done).
+ */
 export const applyFeedback = async (
   d1: D1Database,
   event: FeedbackEvent,
   now: number,
-): Promise<"applied" | "ignored" | "duplicate"> => {
+): Promise<"applied" | "ignored" | "duplicate" | "in_flight"> => {
   // `d1` is an outbox (withOutbox): the events the batch writes are dispatched once it commits.
   const results = await d1.batch(feedbackStatements(d1, event, now));
-  if ((results.at(-1)?.results.length ?? 0) === 0) return "duplicate";
-  const changed = results.slice(0, -1).reduce((sum, r) => sum + (r.meta.changes ?? 0), 0);
+  const [receipt, pending] = results.slice(-2);
+  if ((pending?.results[0] as { in_flight?: number } | undefined)?.in_flight === 1) return "in_flight";
+  if ((receipt?.results.length ?? 0) === 0) return "duplicate";
+  const changed = results.slice(0, -2).reduce((sum, r) => sum + (r.meta.changes ?? 0), 0);
   return changed > 0 ? "applied" : "ignored";
 };
 

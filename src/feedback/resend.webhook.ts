@@ -85,5 +85,13 @@ export const resendWebhookRouter = new Hono<AppEnv>().post("/webhooks/resend", a
   const event = toEvent(c.req.header("svix-id") ?? "", parsed, now);
   // 2xx for everything verified, so Resend stops retrying; `result` says what happened.
   const result = await applyFeedback(requestOutbox(c), event, now);
+  if (result === "in_flight") {
+    // Not a 2xx, so Resend sends the event again (first after a few seconds); by then the answer is in.
+    throw new ApiError(
+      "delivery_in_flight",
+      "This event reports a message whose request to Resend is not answered yet; nothing was changed. Resend sends the event again, and it is applied then",
+      { headers: { "Retry-After": "5" } },
+    );
+  }
   return c.json({ data: { object: "webhook_receipt", id: event.svixId, type: event.type, result } }, 200);
 });
