@@ -51,12 +51,12 @@ const ownBase = vars.PUBLIC_BASE_URL || args.some((arg) => arg.includes("PUBLIC_
 // link is its token (a subscriber's consent): its output passes through a filter that shows such a
 // path as `/u/{token}`, as the service's own log does. (Output that is not a terminal: wrangler then
 // shows no hotkeys; FORCE_COLOR keeps its colours.)
-const TOKEN_PATHS = /\/([uc])\/[\w-]{16,}\S*?(\/resubscribe)?(?=\s|$)/g;
+const TOKEN_PATHS = /\/(u|c|%75|%63)\/\S+?(\/resubscribe)?(?=\s|$)/gi;
 const forward = (from, to) => {
   let pending = "";
   let timer;
   const flush = (upTo = pending.length) => {
-    to.write(pending.slice(0, upTo).replace(TOKEN_PATHS, "/$1/{token}$2"));
+    to.write(pending.slice(0, upTo).replace(TOKEN_PATHS, (_, kind, tail = "") => `/${decodeURIComponent(kind).toLowerCase()}/{token}${tail}`));
     pending = pending.slice(upTo);
   };
   from.setEncoding("utf8");

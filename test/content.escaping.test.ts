@@ -41,9 +41,21 @@ describe("escaping by place in the markup", () => {
     expect(at("<p {{ subscriber.name }}>t</p>", "onclick=alert(1)")).toBe("<p onclick&#61;alert(1)>t</p>");
     // Nor two names: `/` separates attributes where a name stands (a browser reads `x/hidden` as `x` and `hidden`).
     expect(at('<p class="greeting" {{ subscriber.name }}>t</p>', "x/hidden")).toBe('<p class="greeting" x&#47;hidden>t</p>');
+    // Read in one pass, however much Liquid follows the value (a test that would never end otherwise).
+    expect(at(`<p {{ subscriber.name }}${"{% if true %}{% endif %}".repeat(300)} x>t</p>`, "hidden")).toBe("<p hidden x>t</p>");
+    // A value before another attribute of the template's stays its own (empty) attribute.
+    expect(at('<p {{ subscriber.name }} title="t">t</p>', "hidden")).toBe('<p hidden title="t">t</p>');
     expect(at("<a href=https://shop.example/{{ subscriber.name }}>q</a>", "a/b")).toBe("<a href=https://shop.example/a/b>q</a>");
     // Nor the name of an attribute whose value the template wrote: that is a name Liquid writes.
-    for (const html of ['<p {{ subscriber.name }}="alert(1)">t</p>', "<p data-x {{ subscriber.name }} = 1>t</p>", '<a data-{{ subscriber.name }}="x">t</a>']) {
+    for (const html of [
+      '<p {{ subscriber.name }}="alert(1)">t</p>',
+      "<p data-x {{ subscriber.name }} = 1>t</p>",
+      '<a data-{{ subscriber.name }}="x">t</a>',
+      // Space a branch writes need not be there: the value may name the attribute all the same.
+      '<a href="https://example.com" {{ subscriber.name }}{% if subscriber.name %} {% else %} {% endif %}="go()">t</a>',
+      '<a {{ subscriber.name }}{% unless false %}\n{% endunless %}="go()">t</a>',
+      '<a {{ subscriber.name }}{% for i in (1..1) %} {% endfor %}x="go()">t</a>',
+    ]) {
       expect(rejection({ html }).message, html).toContain("whose name Liquid writes");
     }
     // A capture printed unquoted: its html kept, its spaces too, as references.

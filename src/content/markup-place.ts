@@ -66,8 +66,13 @@ const liquidWritesName = (source: string, at: number, name: string): boolean => 
   return !SILENT_TAGS.test(source.slice(at, at + literal));
 };
 
-/** The rest of an attribute's name (Liquid masked) and its `=`. */
-const NAME_THEN_EQUALS = /^[^\t\n\f\r "'=<>`/]*[\t\n\f\r ]*=/;
+/**
+ * The rest of an attribute's name (Liquid masked) and its `=`. Space followed by Liquid may be a
+ * branch's, which need not render (`{{ v }}{% if a %} {% endif %}="…"`): the name may go on after it.
+ * (Each run of space must be followed by Liquid: one way only to read a run of masked Liquid, so no
+ * backtracking blows up on a long one.)
+ */
+const NAME_THEN_EQUALS = /^[^\t\n\f\r "'=<>`/]*(?:[\t\n\f\r ]+\u0000[^\t\n\f\r "'=<>`/]*)*[\t\n\f\r ]*=/;
 
 /** The attribute whose value the markup ends in: its name (Liquid masked) and the value so far. */
 const ATTRIBUTE_VALUE = /([^\t\n\f\r "'=<>`/]+)[\t\n\f\r ]*=[\t\n\f\r ]*(?:"[^"]*|'[^']*|[^\t\n\f\r "'=<>`]*)$/;
