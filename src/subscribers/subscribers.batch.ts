@@ -48,12 +48,12 @@ export const subscriberBatchStatements = (db: Db, workspaceId: string, items: re
     )
     .returning({ id: events.id, dispatchedAt: events.dispatchedAt });
   // The answer, item by item in the request's order: the subscriber its address now has, and
-  // whether it is the one this batch made. (Inside each subquery, names are the subscriber's.)
-  const subscriberOf = (select: ReturnType<typeof sql>) =>
-    sql`(SELECT ${select} FROM ${subscribers} WHERE workspace_id = ${workspaceId} AND email_key = item.key)`;
+  // whether it is the one this batch made.
   const elements = sql`(SELECT json_group_array(json(element)) FROM (
-    SELECT json_object('index', item.idx, 'created', ${subscriberOf(sql`id`)} = item.id, 'subscriber', json(${subscriberOf(snapshotJson("subscriber"))})) AS element
-      FROM (SELECT key AS idx, ${field("id")} AS id, ${field("key")} AS key FROM json_each(${rows})) AS item ORDER BY item.idx))`;
+    SELECT json_object('index', item.idx, 'created', owner.id = item.id, 'subscriber_id', owner.id) AS element
+      FROM (SELECT key AS idx, ${field("id")} AS id, ${field("key")} AS key FROM json_each(${rows})) AS item
+      JOIN ${subscribers} AS owner ON owner.workspace_id = ${workspaceId} AND owner.email_key = item.key
+     ORDER BY item.idx))`;
   const answer = db.select({ elements: sql<string>`${elements}` }).from(workspaces).where(eq(workspaces.id, workspaceId));
   return {
     statements: [insert, created, answer] as [BatchItem<"sqlite">, BatchItem<"sqlite">, BatchItem<"sqlite">],

@@ -43,7 +43,7 @@ export const createSubscriberBatch = apiRoute({
   path: "/workspaces/{workspace_id}/subscribers/batch",
   tags: ["Subscribers"],
   summary: "Create subscribers in a batch",
-  description: `Creates up to ${SUBSCRIBER_BATCH_MAX} subscribers in one atomic write: each item as \`POST /subscribers\` takes it. An address that is a subscriber already is left as it is and answered as \`existing\` with that subscriber; every other item is \`created\` (with its \`subscriber.created\` event). All of it or nothing is written; a bad item is a 400 naming it (\`subscribers[3].email\`), and nothing is written. With an \`Idempotency-Key\`, a retry gets the first answer, so an interrupted import resumes safely.`,
+  description: `Creates up to ${SUBSCRIBER_BATCH_MAX} subscribers in one atomic write: each item as \`POST /subscribers\` takes it. An address that is a subscriber already is left as it is and answered as \`existing\` with that subscriber's id; every other item is \`created\` (with its \`subscriber.created\` event). All of it or nothing is written; a bad item is a 400 naming it (\`subscribers[3].email\`), and nothing is written. With an \`Idempotency-Key\`, a retry gets the first answer, so an interrupted import resumes safely.`,
   scope: "subscribers:write",
   idempotent: true,
   maxBodyBytes: SUBSCRIBER_BATCH_BYTES,

@@ -106,14 +106,14 @@ export const SubscriberBatchSchema = z
           result: z.enum(batchResults).openapi({
             description: "`created`, or `existing`: the address was the workspace's already, and that subscriber is left unchanged (what `POST /subscribers` answers with a 409 `subscriber_exists`).",
           }),
-          subscriber: SubscriberSchema,
+          subscriber_id: z.string().openapi({ description: "The subscriber the address now has: the one created, or the existing one.", example: "sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }),
         }),
       )
       .openapi({ description: "One per item, in the request's order." }),
   })
   .openapi("SubscriberBatch");
 
-export type SubscriberBatchRow = { index: number; created: 0 | 1; subscriber: typeof subscribers.$inferSelect };
+export type SubscriberBatchRow = { index: number; created: 0 | 1; subscriber_id: string };
 
 export const serializeSubscriberBatch = (rows: readonly SubscriberBatchRow[]): z.infer<typeof SubscriberBatchSchema> => {
   const created = rows.filter((row) => row.created === 1).length;
@@ -121,7 +121,7 @@ export const serializeSubscriberBatch = (rows: readonly SubscriberBatchRow[]): z
     object: "subscriber_batch",
     created,
     existing: rows.length - created,
-    results: rows.map((row) => ({ index: row.index, result: batchResults[1 - row.created] as (typeof batchResults)[number], subscriber: serializeSubscriber(row.subscriber) })),
+    results: rows.map((row) => ({ index: row.index, result: batchResults[1 - row.created] as (typeof batchResults)[number], subscriber_id: row.subscriber_id })),
   };
 };
 
