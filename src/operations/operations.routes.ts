@@ -43,7 +43,7 @@ export const getCampaignStats = apiRoute({
   method: "get",
   path: "/workspaces/{workspace_id}/campaigns/{campaign_id}/stats",
   tags: ["Operations"],
-  summary: "Retrieve a campaign's delivery stats",
+  summary: "Retrieve a campaign's stats",
   description:
     "Exact counts over the campaign's deliveries, read in one query: by current status (each delivery counts once, in the furthest state it reached), plus opens, clicks and unsubscribes.",
   scope: "campaigns:read",
