@@ -119,7 +119,7 @@ describe("a PATCH refused or a no-op, with another write landing before it reads
     expect(res.body.data.status).toBe("archived");
   });
 
-  it("costs one D1 call with nothing in between: a no-op is one batch and one read", async () => {
+  it("makes its write once with nothing in between: a no-op is one batch (and its read), not tried again", async () => {
     const t = await tenant();
     const s = (await t.call("POST", `${t.ws}/subscribers`, { body: { email: "n@example.com", name: "N" } })).body.data;
     const batch = vi.spyOn(env.DB, "batch");

@@ -1,4 +1,5 @@
 import { sha256Hex } from "../lib/crypto";
+import { emailKey } from "../lib/email";
 import type { Signer } from "../lib/signing";
 import { linkUrl, openToken, sealToken, utf8 } from "./signed-link";
 
@@ -14,7 +15,7 @@ const DIGEST_CHARS = 16;
 export type ConfirmTarget = { subscriberId: string; newsletterId: string; addressDigest: string };
 
 /** The first 8 bytes of the address's SHA-256, case aside (the service compares addresses so). */
-export const addressDigest = async (email: string): Promise<string> => (await sha256Hex(email.toLowerCase())).slice(0, DIGEST_CHARS);
+export const addressDigest = async (email: string): Promise<string> => (await sha256Hex(emailKey(email))).slice(0, DIGEST_CHARS);
 
 const signedMessage = (target: ConfirmTarget) => `${target.subscriberId}:${target.newsletterId}:${target.addressDigest}`;
 

@@ -87,8 +87,8 @@ export const renderResource = (kind: ResourceKind, row: Record<string, unknown>)
   JSON.stringify({ data: serializeResource(kind, row) });
 
 /**
- * Answers about many rows at once, snapshotted by SQL in the write's batch as a JSON array (each
- * element holding its rows' snapshots), and rendered from it live and on replay alike.
+ * Answers about many rows at once, snapshotted by SQL in the write's batch as a JSON array (one
+ * element per row, what the answer shows of it), and rendered from it live and on replay alike.
  */
 const composites = {
   /**

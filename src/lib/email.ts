@@ -70,3 +70,6 @@ export const emailAddressProblem = (address: string): string | undefined => {
   if (!isDomain(address.slice(at + 1))) return "must be a valid email address";
   return undefined;
 };
+
+/** An address's identity within a workspace: case-insensitive (the address itself keeps its case). */
+export const emailKey = (email: string) => email.toLowerCase();

@@ -5,7 +5,7 @@ import { events, subscribers, workspaces } from "../db/schema";
 import { bornDispatched, undispatchedIn } from "../events/event-statement";
 import { snapshotJson } from "../idempotency/resources";
 import { newId } from "../lib/ids";
-import { emailKey } from "./subscribers.repository";
+import { emailKey } from "../lib/email";
 
 // POST /subscribers/batch as one D1 batch whatever its size: the items travel as ONE bound JSON
 // parameter, which each statement reads with json_each (D1 allows 100 parameters a statement, not

@@ -7,13 +7,14 @@ import { ApiError, invalidParam, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
+import { emailKey } from "../lib/email";
 import {
-  emailKey,
   findSubscriber,
   findSubscriberIdByEmail,
   insertSubscriber,
   listSubscribersPage,
   editedTags,
+  givenValues,
   type SubscriberChanges,
   TAGS_MAX,
   updateSubscriber,
@@ -90,7 +91,7 @@ export const subscribersRouter = createRouter()
         ]
       : [{ type: "subscriber.updated", resource: "subscriber", id: subscriber_id }];
     const tagEdit = body.add_tags !== undefined || body.remove_tags !== undefined ? { add: body.add_tags ?? [], remove: body.remove_tags ?? [] } : undefined;
-    const { updatedAt: _, emailKey: __, ...given } = changes;
+    const given = givenValues(changes);
     return writeExplained(async () => {
       const [[row]] = await commit(
         c,

@@ -2,14 +2,13 @@ import { and, desc, eq, getTableColumns, lt, notExists, or, sql } from "drizzle-
 import type { Db } from "../db/client";
 import { differs } from "../db/differs";
 import { subscribers, subscriberTags } from "../db/schema";
+import { emailKey } from "../lib/email";
 
 type SubscriberRow = typeof subscribers.$inferSelect;
 type Status = SubscriberRow["status"];
 
 // `subscriber_tags` is kept in step with `subscribers.tags` by triggers (migrations/0001), so every
 // write here is a single statement, atomic by itself.
-
-export const emailKey = (email: string) => email.toLowerCase();
 
 export const findSubscriber = (db: Db, workspaceId: string, id: string) =>
   db
@@ -71,9 +70,12 @@ const editedTagsSql = (edit: TagEdit) => sql`(SELECT json_group_array(value) FRO
  * write, so no `updated_at` moved and no event); no row back means not found, email taken, unchanged,
  * or a tag edit that would pass TAGS_MAX.
  */
+/** The values a PATCH gives, as they are compared with the row's (not its time, nor the email's key, which follow). */
+export const givenValues = ({ updatedAt: _, emailKey: __, ...given }: SubscriberChanges) => given;
+
 export const updateSubscriber = (db: Db, workspaceId: string, id: string, changes: SubscriberChanges, tagEdit?: TagEdit) => {
   const alias = sql`other`;
-  const { updatedAt: _, emailKey: __, ...given } = changes;
+  const given = givenValues(changes);
   const edited = tagEdit && editedTagsSql(tagEdit);
   const set = changes.status === undefined ? changes : { ...changes, statusSource: statusSetByApi(changes.status) };
   return db

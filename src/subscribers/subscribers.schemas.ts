@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { subscribers } from "../db/schema";
-import { EMAIL_MAX_LENGTH } from "../lib/email";
+import { EMAIL_MAX_LENGTH, emailKey } from "../lib/email";
 import { SendCampaignBody } from "../campaigns/campaigns.schemas";
 import {
   afterQuery,
@@ -78,7 +78,7 @@ export const CreateSubscriberBatchBody = z
       .superRefine((items, ctx) => {
         const first = new Map<string, number>();
         items.forEach((item, i) => {
-          const key = item.email.toLowerCase();
+          const key = emailKey(item.email);
           const seen = first.get(key);
           if (seen === undefined) first.set(key, i);
           else ctx.addIssue({ code: "custom", path: [i, "email"], message: `is the same address as subscribers[${seen}].email (case-insensitively)` });
