@@ -12,7 +12,10 @@ export type Candidate = { id: string; email: string; matches: boolean; fields: S
 /**
  * The next window of the workspace's active subscribers after `after`, each flagged by whether
  * the segment matches. The window bounds the rows scanned, not the rows matched, so a narrow
- * segment over a large audience still costs one bounded query per message.
+ * segment over a large audience still costs one bounded query per message. Each (tag, subscriber)
+ * is one lookup by subscriber_tags' key, written as nested EXISTS: as a join with json_each, D1's
+ * planner read the workspace's every tag row for each subscriber of the window (a window took
+ * seconds in a workspace of 25,000 tagged subscribers).
  */
 export const recipientWindow = async (
   d1: D1Database,
@@ -30,7 +33,8 @@ export const recipientWindow = async (
        SELECT id, email, name, tags, location, source,
               (?4 IS NULL OR EXISTS (
                  SELECT 1 FROM json_each(?4) t
-                   JOIN subscriber_tags st ON st.workspace_id = ?1 AND st.tag = t.value AND st.subscriber_id = page.id))
+                  WHERE EXISTS (SELECT 1 FROM subscriber_tags st
+                                 WHERE st.workspace_id = ?1 AND st.tag = t.value AND st.subscriber_id = page.id)))
           AND NOT EXISTS (
                  SELECT 1 FROM json_each(?5) t
                   WHERE NOT EXISTS (SELECT 1 FROM subscriber_tags st

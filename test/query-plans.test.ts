@@ -1,0 +1,84 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createDb } from "../src/db/client";
+import { recipientWindow } from "../src/sending/fanout.repository";
+import type { OperationState } from "../src/sending/send.repository";
+import { subscriberBatchStatements } from "../src/subscribers/subscribers.batch";
+import { seedSubscribers, tenant } from "./helpers";
+
+// The plans D1's own SQLite makes for the statements whose cost must not grow with the workspace.
+// A JSON list read with json_each and joined to a large table lets the planner put the large table
+// outside: each of its rows then scans the list, and the statement's cost grows with the workspace
+// (it did, for the two below). What these assert is the lookup each item or row gets: by a key,
+// never by the workspace alone.
+
+/** The statement's query plan, one detail line per step. */
+const planOf = async (sql: string, params: unknown[]) =>
+  (await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>()).results.map((r) => r.detail);
+
+/** A D1 binding that records what is prepared and bound on it (the statements run as usual). */
+const recording = () => {
+  const statements: { sql: string; params: unknown[] }[] = [];
+  const d1 = {
+    prepare: (sql: string) => {
+      const statement = env.DB.prepare(sql);
+      const bind = statement.bind.bind(statement);
+      statement.bind = (...params: unknown[]) => {
+        statements.push({ sql, params });
+        return bind(...params);
+      };
+      return statement;
+    },
+  } as unknown as D1Database;
+  return { d1, statements };
+};
+
+describe("query plans that must not grow with the workspace", () => {
+  it("a fan-out window checks a segment's tags by subscriber_tags' whole key, for tags_any and tags_all", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 50, (i) => ({ tags: [i % 2 === 0 ? "even" : "odd"] }));
+    for (const segmentFilter of [{ tags_any: ["even", "vip"] }, { tags_all: ["even"] }, { tags_any: ["odd"], tags_all: ["odd"] }]) {
+      const { d1, statements } = recording();
+      const op: OperationState = {
+        id: "op_plan",
+        workspaceId: t.workspace.id,
+        campaignId: "cmp_plan",
+        status: "running",
+        deliveryIntegration: "sandbox",
+        fanoutCursor: null,
+        fanoutDone: false,
+        startAt: null,
+        createdAt: Date.now(),
+        segmentFilter,
+      };
+      const window = await recipientWindow(d1, op, null, 500);
+      expect(window).toHaveLength(50);
+      const [statement] = statements;
+      const plan = await planOf(statement!.sql, statement!.params);
+      const tagLookups = plan.filter((line) => /subscriber_tags/.test(line));
+      expect(tagLookups.length, plan.join("\n")).toBeGreaterThan(0);
+      for (const line of tagLookups) expect(line).toMatch(/\(workspace_id=\? AND tag=\? AND subscriber_id=\?\)/);
+      expect(plan.some((line) => /^SCAN subscribers/.test(line)), plan.join("\n")).toBe(false);
+    }
+  });
+
+  it("a batch import finds each item's owner by the workspace's unique address index", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 50);
+    const items = Array.from({ length: 3 }, (_, i) => ({ email: `plan${i}@example.com`, status: "active" }));
+    const batch = subscriberBatchStatements(createDb(env.DB), t.workspace.id, items, Date.now());
+    const plans = await Promise.all(
+      batch.statements.map((statement) => {
+        const { sql, params } = (statement as unknown as { toSQL(): { sql: string; params: unknown[] } }).toSQL();
+        return planOf(sql, params);
+      }),
+    );
+    for (const plan of plans) {
+      // Never every subscriber of the workspace: only by id or by (workspace, address).
+      const subscriberLookups = plan.filter((line) => /\b(subscribers|owner)\b/.test(line));
+      for (const line of subscriberLookups) expect(line, plan.join("\n")).not.toMatch(/\(workspace_id=\?\)|^SCAN (subscribers|owner)/);
+    }
+    // The answer (the third statement) looks each item's address up in the unique index.
+    expect(plans[2]?.join("\n")).toMatch(/SEARCH owner USING INDEX subscribers_workspace_email_uq \(workspace_id=\? AND email_key=\?\)/);
+  });
+});
