@@ -29,6 +29,7 @@ export default defineConfig(async () => {
                 },
                 queueConsumers: {
                   "newsletter-send": { maxBatchTimeout: 0, maxRetries: 10, deadLetterQueue: "newsletter-send-dlq" },
+                  "newsletter-deliveries": { maxBatchTimeout: 0, maxRetries: 10, deadLetterQueue: "newsletter-send-dlq" },
                   "newsletter-send-dlq": { maxBatchTimeout: 0 },
                   "newsletter-webhooks": { maxBatchTimeout: 0, maxRetries: 5, deadLetterQueue: "newsletter-webhooks-dlq" },
                   "newsletter-webhooks-dlq": { maxBatchTimeout: 0 },

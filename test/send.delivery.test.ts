@@ -27,6 +27,19 @@ afterEach(() => {
 });
 
 describe("delivery through Resend (live credential, mocked provider)", () => {
+  it("carries delivery chunks on the delivery queue and starts and fan-out pages on the send queue, so a fan-out never waits behind deliveries", async () => {
+    const { h, op } = await resendSend({ recipients: 2_250 });
+    await h.drain();
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 2_250, delivered: 2_250, failed: 0 } });
+    const via = (type: string) => [...new Set(h.queue.log.filter((m) => (m.body as { type: string }).type === type).map((m) => m.via))];
+    // Two fan-out messages (four windows of 500 each, then the rest), 23 chunks of up to 100.
+    expect(h.queue.log.filter((m) => (m.body as { type: string }).type === "fanout")).toHaveLength(2);
+    expect(h.queue.log.filter((m) => (m.body as { type: string }).type === "deliver")).toHaveLength(23);
+    expect(via("start")).toEqual(["newsletter-send"]);
+    expect(via("fanout")).toEqual(["newsletter-send"]);
+    expect(via("deliver")).toEqual(["newsletter-deliveries"]);
+  });
+
   it("sends every subscriber exactly the message its preview shows (one rendering path)", async () => {
     const h = await harness("live");
     const [first, second] = await seedSubscribers(h.t.workspace.id, 2);

@@ -80,6 +80,11 @@ export const allDeliveries = async (t: Tenant, campaignId: string): Promise<Deli
 /** A queue binding that keeps what is sent, so a test can hand it to the consumer itself. */
 export class CapturedQueue {
   messages: { body: unknown; attempts: number; delaySeconds?: number }[] = [];
+  /**
+   * Every message ever sent through the binding, consumed or not, in order; `via`: the queue it was
+   * sent to, when the binding was made for one (`asBinding(name)`).
+   */
+  log: { body: unknown; via?: string }[] = [];
   /** Makes the next `sendBatch`/`send` calls throw, once each, while > 0. */
   failNextSends = 0;
   /** Lets this many more calls through before `failNextSends` applies. */
@@ -96,17 +101,26 @@ export class CapturedQueue {
     }
   }
 
-  async send(body: unknown, options?: { delaySeconds?: number }) {
+  async send(body: unknown, options?: { delaySeconds?: number }, via?: string) {
     this.guard();
     this.messages.push({ body, attempts: 1, delaySeconds: options?.delaySeconds });
+    this.log.push({ body, via });
   }
 
-  async sendBatch(batch: Iterable<{ body: unknown; delaySeconds?: number }>) {
+  async sendBatch(batch: Iterable<{ body: unknown; delaySeconds?: number }>, via?: string) {
     this.guard();
-    for (const m of batch) this.messages.push({ body: m.body, attempts: 1, delaySeconds: m.delaySeconds });
+    for (const m of batch) {
+      this.messages.push({ body: m.body, attempts: 1, delaySeconds: m.delaySeconds });
+      this.log.push({ body: m.body, via });
+    }
   }
 
-  asBinding() {
-    return this as unknown as Queue;
+  /** The binding; given a queue's name, every message sent through it records that name (`via`). */
+  asBinding(via?: string) {
+    if (via === undefined) return this as unknown as Queue;
+    return {
+      send: (body: unknown, options?: { delaySeconds?: number }) => this.send(body, options, via),
+      sendBatch: (batch: Iterable<{ body: unknown; delaySeconds?: number }>) => this.sendBatch(batch, via),
+    } as unknown as Queue;
   }
 }

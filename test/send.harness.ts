@@ -7,13 +7,13 @@ import { seedSubscribers, tenant } from "./helpers";
 import { type Fault, mockResend } from "./resend.mock";
 import { allDeliveries, CapturedQueue, createCampaign, type Tenant } from "./send.fixtures";
 
-// A send driven message by message: the app and the consumer get an env whose SEND_QUEUE keeps what
-// is sent, so a test hands messages to the consumer itself and can inject faults between the steps.
+// A send driven message by message: the app and the consumer get an env whose SEND_QUEUE and
+// DELIVERY_QUEUE keep what is sent (in one list, in order; `queue.log` notes each message's queue), so a test hands messages to the consumer itself and can inject faults between the steps.
 
 
 export const harness = async (mode: "test" | "live" = "live", overrides: Partial<Env> = {}) => {
   const queue = new CapturedQueue();
-  const testEnv = { ...env, RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000", SEND_QUEUE: queue.asBinding(), ...overrides } as Env;
+  const testEnv = { ...env, RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000", SEND_QUEUE: queue.asBinding("newsletter-send"), DELIVERY_QUEUE: queue.asBinding("newsletter-deliveries"), ...overrides } as Env;
   const t: Tenant = await tenant("Acme", mode, testEnv);
 
   let nextId = 0;

@@ -171,6 +171,7 @@ describe("scheduling and the sweeper", () => {
     await env.DB.prepare("UPDATE operations SET heartbeat_at = ?2 WHERE id = ?1").bind(op.id, Date.now() - 11 * 60_000).run();
     await sweep();
     expect(h.queue.messages.map((m) => m.body)).toContainEqual({ type: "deliver", operation_id: op.id, from: null, to: null });
+    expect(h.queue.log.at(-1)).toEqual({ body: { type: "deliver", operation_id: op.id, from: null, to: null }, via: "newsletter-deliveries" });
     expect(h.queue.messages).toHaveLength(2);
   });
 

@@ -9,7 +9,8 @@ type Requirement = { for: string; /** Needed only when this holds (always, witho
 const requiredBindings = {
   DB: { for: "D1 database (all data)" },
   IDEMPOTENCY_KV: { for: "KV namespace (Idempotency-Key replays)" },
-  SEND_QUEUE: { for: "Queue producer (campaign sends)" },
+  SEND_QUEUE: { for: "Queue producer (campaign sends: starts and fan-out)" },
+  DELIVERY_QUEUE: { for: "Queue producer (campaign sends: delivery chunks)" },
   WEBHOOK_QUEUE: { for: "Queue producer (webhook deliveries)" },
   RATE_LIMITER: { for: "rate-limiting binding (per-credential limit)" },
   PUBLIC_RATE_LIMITER: { for: "rate-limiting binding (per-IP limit of the unsubscribe pages and /health)" },

@@ -8,15 +8,14 @@ import { failOperation } from "./send.repository";
 const messageFields = (message: Message) => ({ message_id: message.id, attempts: message.attempts });
 
 /**
- * The `queue` handler for both the send queue and its dead-letter queue. Every message is acked
+ * The `queue` handler for the send queue, the delivery queue and their dead-letter queue. Every message is acked
  * or retried explicitly; a failure retries that message alone, with exponential backoff.
  */
 export const handleQueueBatch = async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
   if (batch.queue === SEND_DEAD_LETTER_QUEUE) return handleDeadLetters(batch, env);
   // Events the pipeline's batches write are dispatched once each batch commits.
-  const deps: StepDeps = { d1: withOutbox(env.DB, env.WEBHOOK_QUEUE), queue: env.SEND_QUEUE, env, now: Date.now };
-  // Messages of a batch run side by side: a fan-out step never waits behind a delivery chunk, and
-  // each step bounds its own provider concurrency.
+  const deps: StepDeps = { d1: withOutbox(env.DB, env.WEBHOOK_QUEUE), env, now: Date.now };
+  // Messages of a batch run side by side: each delivery step waits for its own provider slot.
   await Promise.all(batch.messages.map((message) => handleMessage(deps, message)));
 };
 

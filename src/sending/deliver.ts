@@ -6,7 +6,7 @@ import { type BatchMember, type Settlement, settleBatch, settleExpiredKey, settl
 import { type Composer, composeEmail } from "./compose";
 import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChunk, recordDeliveryResults, hedgeStillAskable, withdrawRequestNumber } from "./deliveries.repository";
 import type { BatchAnswer, DeliveryError, Integration, OutboundEmail } from "./integrations/types";
-import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
+import { MAX_QUEUE_DELAY_SECONDS } from "./messages";
 import { markOperationWaiting, loadOperationState } from "./send.repository";
 import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, type StepDeps, type StepResult, yieldToEventLoop } from "./step";
 
@@ -99,9 +99,7 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
     // Nothing was handed over (no provider slot soon enough): the rows stay as they are, and a fresh
     // message asks again later, so waiting for the provider's rate costs no attempt and no retry of
     // this message. A copy left by a crash before the ack reads the same rows and asks under the same key.
-    await deps.queue.send({ type: "deliver", operation_id: op.id, from, to } satisfies SendMessage, {
-      delaySeconds: Math.min(settled.deferred.retryAfterSeconds, MAX_QUEUE_DELAY_SECONDS),
-    });
+    await enqueue(deps, [{ type: "deliver", operation_id: op.id, from, to }], Math.min(settled.deferred.retryAfterSeconds, MAX_QUEUE_DELAY_SECONDS));
     await markOperationWaiting(deps.d1, op.id, deps.now());
     return;
   }

@@ -21,3 +21,23 @@ export const SendMessage = z.discriminatedUnion("type", [
 ]);
 
 export type SendMessage = z.infer<typeof SendMessage>;
+
+/**
+ * The queue that carries a message. A delivery step waits for the provider's rate (a batch of 25
+ * of them holds its consumer for about 12 s at 2 requests a second), so delivery chunks have a queue
+ * of their own (`DELIVERY_QUEUE`): a send's start and fan-out pages (a few D1 calls each) never wait
+ * behind another send's deliveries, and a sandbox send finishes while a Resend send is under way.
+ * Both queues share the consumer and the dead-letter queue.
+ */
+export const queueFor = (env: Pick<Env, "SEND_QUEUE" | "DELIVERY_QUEUE">, message: SendMessage): Queue =>
+  message.type === "deliver" ? env.DELIVERY_QUEUE : env.SEND_QUEUE;
+
+/** Sends each message to its queue (`queueFor`), at most 100 a call (the Queues limit of `sendBatch`). */
+export const enqueueAll = async (env: Pick<Env, "SEND_QUEUE" | "DELIVERY_QUEUE">, requests: readonly MessageSendRequest<SendMessage>[]): Promise<void> => {
+  const byQueue = new Map<Queue, MessageSendRequest<SendMessage>[]>();
+  for (const request of requests) {
+    const queue = queueFor(env, request.body);
+    byQueue.set(queue, [...(byQueue.get(queue) ?? []), request]);
+  }
+  for (const [queue, list] of byQueue) for (let i = 0; i < list.length; i += 100) await queue.sendBatch(list.slice(i, i + 100));
+};

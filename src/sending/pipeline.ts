@@ -29,9 +29,7 @@ const start = async (deps: StepDeps, operationId: string): Promise<StepResult> =
     const wait = Math.ceil(((op.startAt ?? 0) - deps.now()) / 1000);
     if (wait > 0) {
       // Woken early (a sweep ahead of time): sleep again rather than start a scheduled send early.
-      await deps.queue.send({ type: "start", operation_id: op.id } satisfies SendMessage, {
-        delaySeconds: Math.min(wait, MAX_QUEUE_DELAY_SECONDS),
-      });
+      await enqueue(deps, [{ type: "start", operation_id: op.id }], Math.min(wait, MAX_QUEUE_DELAY_SECONDS));
       return;
     }
     if (!(await markOperationRunning(deps.d1, op, deps.now()))) return;

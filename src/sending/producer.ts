@@ -10,7 +10,7 @@ import { newId } from "../lib/ids";
 import { schemaProbeQueries } from "../lib/schema-probe";
 import type { AppEnv, CredentialMode } from "../lib/types";
 import { integrationSlugs, isIntegrationSlug, resolveIntegration } from "./integrations";
-import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
+import { enqueueAll, MAX_QUEUE_DELAY_SECONDS } from "./messages";
 import { createSendOperation } from "./send.repository";
 
 type SendRequest = {
@@ -119,7 +119,7 @@ export const enqueueStart = async (env: Env, operationId: string, startAt: numbe
   const delaySeconds = Math.ceil(((startAt ?? now) - now) / 1000);
   if (delaySeconds > MAX_QUEUE_DELAY_SECONDS) return;
   try {
-    await env.SEND_QUEUE.send({ type: "start", operation_id: operationId } satisfies SendMessage, { delaySeconds: Math.max(0, delaySeconds) });
+    await enqueueAll(env, [{ body: { type: "start", operation_id: operationId }, delaySeconds: Math.max(0, delaySeconds) }]);
   } catch (err) {
     logError("send_enqueue_failed", { operation_id: operationId }, err);
   }

@@ -2,12 +2,12 @@ import { signerFor } from "../lib/signing";
 import { type Composer, composerFor } from "./compose";
 import { isIntegrationSlug, resolveIntegration } from "./integrations";
 import type { Integration } from "./integrations/types";
-import type { SendMessage } from "./messages";
+import { enqueueAll, type SendMessage } from "./messages";
 import { loadMessageContext } from "./send.repository";
 
 // What every step of a send (src/sending/pipeline.ts) works with.
 
-export type StepDeps = { d1: D1Database; queue: Queue; env: Env; now: () => number };
+export type StepDeps = { d1: D1Database; env: Env; now: () => number };
 /** What the consumer does with the message once the step returns: ack, or retry after a delay. */
 export type StepResult = { retryAfterSeconds: number } | undefined;
 /** The queue's delivery count of the message being handled (1: its first). */
@@ -23,8 +23,9 @@ export const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(
 /** Deliveries per work message when the integration is not known (not configured here). */
 export const FALLBACK_CHUNK = 25;
 
-export const enqueue = (deps: StepDeps, messages: SendMessage[]) =>
-  messages.length === 0 ? Promise.resolve() : deps.queue.sendBatch(messages.map((body) => ({ body })));
+/** Each message to its queue (`queueFor`), now or after `delaySeconds`. */
+export const enqueue = (deps: StepDeps, messages: SendMessage[], delaySeconds?: number) =>
+  enqueueAll(deps.env, messages.map((body) => (delaySeconds === undefined ? { body } : { body, delaySeconds })));
 
 export const integrationFor = (deps: StepDeps, slug: string): Integration | undefined =>
   isIntegrationSlug(slug) ? resolveIntegration(slug, deps.env) : undefined;

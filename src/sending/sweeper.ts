@@ -1,6 +1,6 @@
 import { purgeExpiredRecords } from "../idempotency/idempotency";
 import { purgeInRounds } from "../lib/purge";
-import { MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
+import { enqueueAll, MAX_QUEUE_DELAY_SECONDS, type SendMessage } from "./messages";
 import { findSweepCandidates } from "./sweep.repository";
 
 const MINUTE = 60_000;
@@ -29,7 +29,7 @@ export const sweep = async (env: Env, now: number): Promise<void> => {
     ...found.stalledFanout.map(({ id, cursor }) => ({ body: { type: "fanout", operation_id: id, after: cursor } as const })),
     ...found.stalledDelivery.map((id) => ({ body: { type: "deliver", operation_id: id, from: null, to: null } as const })),
   ];
-  for (let i = 0; i < requests.length; i += 100) await env.SEND_QUEUE.sendBatch(requests.slice(i, i + 100));
+  await enqueueAll(env, requests);
   // Idempotency-Key records past their 24 h: up to 10,000 a minute, enough for any ordinary write rate.
   await purgeInRounds((size) => purgeExpiredRecords(env.DB, now, size));
 };
