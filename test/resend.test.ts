@@ -2,7 +2,10 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { resendIntegration } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend-requests";
-import { confirmSlot, intervalMs, LATE_MS, LEAD_MS, type PacerState, pauseUntil, reserveSlot, restartSlot, slotStands, startWindow } from "../src/sending/pacer";
+import { confirmSlot, GUARD_MS, intervalMs, LATE_MS, LEAD_MS, type PacerState, pauseUntil, reserveSlot, restartSlot, slotStands, startWindow } from "../src/sending/pacer";
+
+/** The window at 2 requests a second (1,040 ms: the second, GUARD_MS and LATE_MS). */
+const W = startWindow(2).ms;
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
@@ -23,14 +26,15 @@ describe("the pacer's slot arithmetic", () => {
       waits.push(r.reservation.waitMs);
       state = r.state;
     }
-    expect(waits).toEqual([0, 510, 1020, 1530, 2040].map((ms) => ms + LEAD_MS));
+    expect(intervalMs(2)).toBe(500 + GUARD_MS);
+    expect(waits).toEqual([0, 1, 2, 3, 4].map((i) => i * intervalMs(2) + LEAD_MS));
     // A caller coming back after a quiet period starts as soon as the lead allows.
     expect(reserveSlot(state, 60_000, 2, 30_000).reservation).toEqual({ at: 60_000 + LEAD_MS, waitMs: LEAD_MS, granted: true });
     // Too far ahead: nothing reserved, the state unchanged.
     const far = reserveSlot({ next: 50_000 }, 10_000, 2, 30_000);
     expect(far.reservation).toEqual({ at: 50_000, waitMs: 40_000, granted: false });
     expect(far.state).toEqual({ next: 50_000 });
-    expect(intervalMs(3)).toBe(344);
+    expect(intervalMs(3)).toBe(Math.ceil(1000 / 3) + GUARD_MS);
   });
 
   it("a 429 pushes every later slot past its Retry-After, never earlier", () => {
@@ -40,12 +44,11 @@ describe("the pacer's slot arithmetic", () => {
   });
 
   it("a 429 keeps the starts already confirmed, so a pause shorter than a window cannot crowd one", () => {
-    // Two starts at 9,500 and 9,900 (rps 2: a window of 1,020 ms holds two); a 429 at 10,000 asks for
-    // 100 ms. A start at 10,100 would make three within 1,020 ms: it is put off to 10,520, a window
-    // after 9,500.
+    // Two starts at 9,500 and 9,900 (rps 2: a window of W ms holds two); a 429 at 10,000 asks for
+    // 100 ms. A start at 10,100 would make three within W: it is put off to a window after 9,500.
     const paused = pauseUntil({ next: 10_400, starts: [9_500, 9_900] }, 10_000, 100);
     expect(paused.starts).toEqual([9_500, 9_900]);
-    expect(confirmSlot(paused, 10_050, 10_100, 2).start).toBe(10_500 + 10 + LATE_MS);
+    expect(confirmSlot(paused, 10_050, 10_100, 2).start).toBe(9_500 + W);
     expect(confirmSlot(paused, 10_550, 10_600, 2).start).toBe(10_600);
     // A slot the pause covers is refused outright: its caller reserves one after the pause.
     expect(confirmSlot(paused, 10_000, 10_050, 2).start).toBeNull();
@@ -62,8 +65,8 @@ describe("the pacer's slot arithmetic", () => {
         state = confirmed.state;
       }
     }
-    expect(startWindow(2)).toEqual({ count: 2, ms: 1_000 + 10 + LATE_MS });
-    expect(startWindow(0.5)).toEqual({ count: 1, ms: 2_000 + 10 + LATE_MS });
+    expect(startWindow(2)).toEqual({ count: 2, ms: 1_000 + GUARD_MS + LATE_MS });
+    expect(startWindow(0.5)).toEqual({ count: 1, ms: 2_000 + GUARD_MS + LATE_MS });
     // A fractional rate keeps to its whole part every second, its slots spaced to match.
     expect(startWindow(2.5)).toEqual(startWindow(2));
     expect(intervalMs(2.5)).toBe(intervalMs(2));
@@ -81,18 +84,18 @@ describe("the pacer's slot arithmetic", () => {
     const [first = 0, second = 0, third = 0] = slots;
     const b = confirmSlot(state, second - LEAD_MS, second, 2);
     expect(b.start).toBe(second);
-    // Late, the first confirms at 10,650 and leaves LEAD_MS later (its answer's trip back): one second
-    // from 10,560 holds two starts, which is allowed...
+    // Late, the first confirms 600 ms after its slot and leaves LEAD_MS later (its answer's trip
+    // back): the window from the second's start holds two starts, which is allowed...
     const a = confirmSlot(b.state, first + 600, first, 2);
     expect(a.start).toBe(first + 600 + LEAD_MS);
     expect(a.state.starts).toEqual([second, first + 600 + LEAD_MS]);
-    // ...but then the third, on time at 11,070, would be the third start since 10,560: it waits until
-    // 11,580, a window and LATE_MS after the second start, and slots handed out later come after it.
+    // ...but then the third, on time, would be the third start in that window: it waits until a
+    // window after the second start, and slots handed out later come after it.
     const c = confirmSlot(a.state, third - LEAD_MS, third, 2);
-    expect(c.start).toBe(second + 1_010 + LATE_MS);
-    expect(c.state.next).toBeGreaterThanOrEqual(second + 1_010 + LATE_MS + intervalMs(2));
+    expect(c.start).toBe(second + W);
+    expect(c.state.next).toBeGreaterThanOrEqual(second + W + intervalMs(2));
     // A start more than MAX_SHIFT_MS away is not waited for: the caller reserves again.
-    expect(confirmSlot({ next: 0, starts: [10_000, 10_001] }, 10_020, 10_020, 2).start).toBe(11_020);
+    expect(confirmSlot({ next: 0, starts: [10_000, 10_001] }, 10_050, 10_050, 2).start).toBe(10_000 + W);
     expect(confirmSlot({ next: 0, starts: [11_000, 11_001] }, 11_002, 11_002, 2).start).toBeNull();
     // Starts more than a window old are forgotten.
     expect(confirmSlot(a.state, 20_000, 20_000, 2).state.starts).toEqual([20_000]);
@@ -101,17 +104,19 @@ describe("the pacer's slot arithmetic", () => {
 
 describe("a request that leaves after its confirmed slot", () => {
   it("moves its recorded start to when it can leave: LEAD_MS from now (its answer's trip), or as much later as keeps every window within the rate", () => {
-    // Starts at 10,000 and 10,510 (rps 2); the caller of the slot at 11,020 confirmed early, then woke at 11,070.
-    const confirmed = confirmSlot({ next: 11_530, starts: [10_000, 10_510] }, 10_970, 11_020, 2);
-    expect(confirmed.start).toBe(11_020);
-    const moved = restartSlot(confirmed.state, 11_070, 11_020, 2);
-    expect(moved.start).toBe(11_070 + LEAD_MS);
-    expect(moved.state.starts).toEqual([10_510, 11_070 + LEAD_MS]);
+    // Starts at 10,000 and one interval later (rps 2); the caller of the slot after them confirmed
+    // early, then woke 50 ms late.
+    const [s1, s2, s3] = [10_000, 10_000 + intervalMs(2), 10_000 + 2 * intervalMs(2)];
+    const confirmed = confirmSlot({ next: s3 + intervalMs(2), starts: [s1, s2] }, s3 - LEAD_MS, s3, 2);
+    expect(confirmed.start).toBe(s3);
+    const moved = restartSlot(confirmed.state, s3 + 50, s3, 2);
+    expect(moved.start).toBe(s3 + 50 + LEAD_MS);
+    expect(moved.state.starts).toEqual([s2, s3 + 50 + LEAD_MS]);
     // Woken at 11,540, after the next caller left (11,530): with the start at 10,600, leaving at
-    // 11,590 would make three within 1,020 ms; it leaves at 11,620, a window after 10,600.
+    // 11,590 would make three within a window; it leaves a window after 10,600.
     const crowded = restartSlot({ next: 12_000, starts: [10_600, 11_020, 11_530] }, 11_540, 11_020, 2);
-    expect(crowded.start).toBe(10_600 + 1_010 + LATE_MS);
-    expect(crowded.state.starts).toEqual([10_600, 11_530, 11_620]);
+    expect(crowded.start).toBe(10_600 + W);
+    expect(crowded.state.starts).toEqual([10_600, 11_530, 10_600 + W]);
   });
 
   it("a pacer whose answers take longer than its lead to come back does not keep a request from leaving", async () => {
@@ -290,7 +295,7 @@ describe("a 429 holds back every sender", () => {
     // The pacer is up (its first answer can take longer than a slot's lead in a test run); a slot
     // beyond the wait allowed reserves nothing.
     await env.RESEND_PACER.get(env.RESEND_PACER.idFromName("resend")).reserve(2, 0);
-    // Both reserve their slots at once, about 510 ms apart; the first meets the 429.
+    // Both reserve their slots at once, one interval apart; the first meets the 429.
     const [a, b] = await Promise.all([integration.sendBatch([email(1)], "pause-a"), integration.sendBatch([email(2)], "pause-b")]);
     expect([a.kind, b.kind]).toEqual(["answered", "answered"]);
     const [first, ...rest] = resend.calls;
