@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { resendIntegration } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend-requests";
-import { confirmSlot, GUARD_MS, intervalMs, LATE_MS, LEAD_MS, type PacerState, pauseUntil, reserveSlot, restartSlot, slotStands, startWindow } from "../src/sending/pacer";
+import { COLD_MS, confirmSlot, GUARD_MS, intervalMs, LATE_MS, LEAD_MS, type PacerState, pauseUntil, reserveSlot, restartSlot, slotStands, startWindow } from "../src/sending/pacer";
 
 /** The window at 2 requests a second (1,040 ms: the second, GUARD_MS and LATE_MS). */
 const W = startWindow(2).ms;
@@ -73,8 +73,9 @@ describe("the pacer's slot arithmetic", () => {
   });
 
   it("a sender late to its slot leaves as much later as the rate needs, never putting rps + 1 starts in one second", () => {
-    // Three slots at 2 a second: 10,050 / 10,560 / 11,070. The first sender wakes 600 ms late.
-    let state: PacerState = { next: 0 };
+    // Three slots at 2 a second, 10,050 and one and two intervals later. The first sender wakes 600 ms
+    // late. (The account sent a little before: these are no cold starts, see COLD_MS.)
+    let state: PacerState = { next: 0, starts: [8_900, 9_000] };
     const slots: number[] = [];
     for (let i = 0; i < 3; i++) {
       const r = reserveSlot(state, 10_000, 2, 30_000);
@@ -88,7 +89,7 @@ describe("the pacer's slot arithmetic", () => {
     // back): the window from the second's start holds two starts, which is allowed...
     const a = confirmSlot(b.state, first + 600, first, 2);
     expect(a.start).toBe(first + 600 + LEAD_MS);
-    expect(a.state.starts).toEqual([second, first + 600 + LEAD_MS]);
+    expect(a.state.starts).toEqual([8_900, 9_000, second, first + 600 + LEAD_MS]);
     // ...but then the third, on time, would be the third start in that window: it waits until a
     // window after the second start, and slots handed out later come after it.
     const c = confirmSlot(a.state, third - LEAD_MS, third, 2);
@@ -97,8 +98,34 @@ describe("the pacer's slot arithmetic", () => {
     // A start more than MAX_SHIFT_MS away is not waited for: the caller reserves again.
     expect(confirmSlot({ next: 0, starts: [10_000, 10_001] }, 10_050, 10_050, 2).start).toBe(10_000 + W);
     expect(confirmSlot({ next: 0, starts: [11_000, 11_001] }, 11_002, 11_002, 2).start).toBeNull();
-    // Starts more than a window old are forgotten.
-    expect(confirmSlot(a.state, 20_000, 20_000, 2).state.starts).toEqual([20_000]);
+    // Starts more than a window old are forgotten (and the next one is cold, counted COLD_MS late).
+    expect(confirmSlot(a.state, 20_000, 20_000, 2).state.starts).toEqual([20_000 + COLD_MS]);
+  });
+});
+
+describe("the first requests after a quiet spell", () => {
+  it("leave on their slots but count COLD_MS later, so the requests after them keep clear of where they may arrive", () => {
+    // An idle account: three slots reserved at once, confirmed on time.
+    let state: PacerState = { next: 0 };
+    const starts: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const { reservation, state: reserved } = reserveSlot(state, 10_000, 2, 30_000);
+      const confirmed = confirmSlot(reserved, reservation.at - LEAD_MS, reservation.at, 2);
+      starts.push(confirmed.start as number);
+      state = confirmed.state;
+    }
+    const [first = 0, second = 0, third = 0, fourth = 0] = starts;
+    // The first two (rps 2) are cold: each leaves at its slot, and what follows is spaced from a
+    // moment COLD_MS later.
+    expect(first).toBe(10_000 + LEAD_MS);
+    expect(second).toBe(first + COLD_MS + intervalMs(2));
+    // Were the first to arrive COLD_MS late, the third still comes a window after it, and the fourth a window after the second's late arrival.
+    expect(third - (first + COLD_MS)).toBeGreaterThanOrEqual(W);
+    expect(fourth - (second + COLD_MS)).toBeGreaterThanOrEqual(W);
+    // Once warm, slots are one interval apart again.
+    expect(fourth - third).toBe(intervalMs(2));
+    // One later on its own, after a quiet spell of two windows, is cold again; one within them is not.
+    expect(confirmSlot(state, fourth + 2 * W + 100, fourth + 2 * W + 100, 2).state.starts).toContain(fourth + 2 * W + 100 + COLD_MS);
   });
 });
 
@@ -111,7 +138,7 @@ describe("a request that leaves after its confirmed slot", () => {
     expect(confirmed.start).toBe(s3);
     const moved = restartSlot(confirmed.state, s3 + 50, s3, 2);
     expect(moved.start).toBe(s3 + 50 + LEAD_MS);
-    expect(moved.state.starts).toEqual([s2, s3 + 50 + LEAD_MS]);
+    expect(moved.state.starts).toEqual([s1, s2, s3 + 50 + LEAD_MS]);
     // Woken at 11,540, after the next caller left (11,530): with the start at 10,600, leaving at
     // 11,590 would make three within a window; it leaves a window after 10,600.
     const crowded = restartSlot({ next: 12_000, starts: [10_600, 11_020, 11_530] }, 11_540, 11_020, 2);

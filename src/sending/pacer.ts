@@ -118,22 +118,37 @@ const fits = (starts: readonly number[], window: { count: number; ms: number }):
 export const MAX_SHIFT_MS = 1_000;
 
 /**
+ * How late the first requests after a quiet spell (the first `floor(rps)` when none left in the
+ * two windows before) may reach Resend: a send's first requests leave while its isolate is busiest
+ * (the fan-out, the first chunks read and rendered, new connections), and were measured reaching a
+ * stand-in up to 440 ms after they left. They leave on time, but count this much later, so the
+ * starts after them keep clear of where they may arrive: it costs about this much per quiet spell.
+ */
+export const COLD_MS = 500;
+
+/**
  * Records a request's start at the earliest moment from `from` on that keeps every window at `count`
  * starts or fewer, given the starts already recorded (those of the callers that kept time, and any
- * confirmed for later); null when that is more than MAX_SHIFT_MS away. Starts older than a window are
- * dropped, as they can share none with a request yet to come.
+ * confirmed for later); null when that is more than MAX_SHIFT_MS away. Starts older than two windows
+ * are dropped: the last window's can share one with a request yet to come, and both say whether the
+ * account was quiet (a cold start, COLD_MS).
  */
 const recordStart = (state: PacerState, now: number, from: number, rps: number): { state: PacerState; start: number | null } => {
   const window = startWindow(rps);
-  const recent = (state.starts ?? []).filter((s) => s > now - window.ms).sort((a, b) => a - b);
+  // Two windows are kept: the last says where a start fits, both whether the account was quiet.
+  const kept = (state.starts ?? []).filter((s) => s > now - 2 * window.ms);
+  const recent = kept.filter((s) => s > now - window.ms).sort((a, b) => a - b);
+  // The first starts after a quiet spell may reach Resend up to COLD_MS late: counted that late.
+  const cold = kept.length < window.count;
+  const counted = (t: number) => (cold ? t + COLD_MS : t);
   // The earliest fitting moment is `from`, or one window after a recorded start (the first moment it
   // stops counting), or a recorded start itself (where the group around it changes).
   const candidates = [from, ...recent.flatMap((s) => [s, s + window.ms])].filter((t) => t >= from && t - from <= MAX_SHIFT_MS).sort((a, b) => a - b);
-  const start = candidates.find((t) => fits([...recent, t].sort((a, b) => a - b), window));
+  const start = candidates.find((t) => fits([...recent, t].sort((a, b) => a - b), window) && fits([...recent, counted(t)].sort((a, b) => a - b), window));
   if (start === undefined) return { state, start: null };
-  const starts = [...recent, start].sort((a, b) => a - b);
+  const starts = [...kept, counted(start)].sort((a, b) => a - b);
   // Slots handed out from now on come after it.
-  return { state: { ...state, starts, next: Math.max(state.next, start + intervalMs(rps)) }, start };
+  return { state: { ...state, starts, next: Math.max(state.next, counted(start) + intervalMs(rps)) }, start };
 };
 
 /**
@@ -156,7 +171,8 @@ export const confirmSlot = (state: PacerState, now: number, at: number, rps: num
  */
 export const restartSlot = (state: PacerState, now: number, start: number, rps: number, lateMs = 0): { state: PacerState; start: number | null } => {
   const starts = [...(state.starts ?? [])];
-  const own = starts.indexOf(start);
+  // Recorded as it was counted (a cold start, COLD_MS later).
+  const own = starts.includes(start) ? starts.indexOf(start) : starts.indexOf(start + COLD_MS);
   if (own >= 0) starts.splice(own, 1);
   const without = { ...state, starts };
   if (!slotStands(without, now)) return { state: without, start: null };
