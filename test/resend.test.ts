@@ -56,7 +56,9 @@ describe("the pacer's slot arithmetic", () => {
 
   it("slots kept on time are always confirmed at their own moment, whatever the rate", () => {
     for (const rps of [0.5, 1, 2, 3, 10]) {
-      let state: PacerState = { next: 0 };
+      // An account that was sending just before (no cold starts: see COLD_MS).
+      const earlier = Array.from({ length: startWindow(rps).count }, () => 10_000 - startWindow(rps).ms - 1);
+      let state: PacerState = { next: 0, starts: earlier };
       for (let i = 0; i < 4 * Math.ceil(rps) + 2; i++) {
         const reserved = reserveSlot(state, 10_000, rps, 600_000);
         const { at } = reserved.reservation;
@@ -115,17 +117,30 @@ describe("the first requests after a quiet spell", () => {
       state = confirmed.state;
     }
     const [first = 0, second = 0, third = 0, fourth = 0] = starts;
-    // The first two (rps 2) are cold: each leaves at its slot, and what follows is spaced from a
-    // moment COLD_MS later.
+    // The first two (rps 2) are cold: each leaves at its slot, and counts COLD_MS later.
     expect(first).toBe(10_000 + LEAD_MS);
-    expect(second).toBe(first + COLD_MS + intervalMs(2));
+    expect(second).toBe(first + intervalMs(2));
+    expect(third).toBe(first + COLD_MS + W);
     // Were the first to arrive COLD_MS late, the third still comes a window after it, and the fourth a window after the second's late arrival.
     expect(third - (first + COLD_MS)).toBeGreaterThanOrEqual(W);
     expect(fourth - (second + COLD_MS)).toBeGreaterThanOrEqual(W);
     // Once warm, slots are one interval apart again.
     expect(fourth - third).toBe(intervalMs(2));
-    // One later on its own, after a quiet spell of two windows, is cold again; one within them is not.
+    // One later on its own, after a quiet spell of two windows, is cold again.
     expect(confirmSlot(state, fourth + 2 * W + 100, fourth + 2 * W + 100, 2).state.starts).toContain(fourth + 2 * W + 100 + COLD_MS);
+  });
+
+  it("at a higher rate, the cold starts of a quiet account still leave one interval apart", () => {
+    let state: PacerState = { next: 0 };
+    const starts: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const { reservation, state: reserved } = reserveSlot(state, 10_000, 10, 30_000);
+      const confirmed = confirmSlot(reserved, reservation.at - LEAD_MS, reservation.at, 10);
+      expect(confirmed.start).toBe(reservation.at);
+      starts.push(reservation.at);
+      state = confirmed.state;
+    }
+    expect(starts.at(-1)! - starts[0]!).toBe(9 * intervalMs(10));
   });
 });
 

@@ -122,7 +122,8 @@ export const MAX_SHIFT_MS = 1_000;
  * two windows before) may reach Resend: a send's first requests leave while its isolate is busiest
  * (the fan-out, the first chunks read and rendered, new connections), and were measured reaching a
  * stand-in up to 440 ms after they left. They leave on time, but count this much later, so the
- * starts after them keep clear of where they may arrive: it costs about this much per quiet spell.
+ * starts after them keep clear of where they may arrive: at 2 a second the third start after a quiet
+ * spell comes this much later, once.
  */
 export const COLD_MS = 500;
 
@@ -147,8 +148,9 @@ const recordStart = (state: PacerState, now: number, from: number, rps: number):
   const start = candidates.find((t) => fits([...recent, t].sort((a, b) => a - b), window) && fits([...recent, counted(t)].sort((a, b) => a - b), window));
   if (start === undefined) return { state, start: null };
   const starts = [...kept, counted(start)].sort((a, b) => a - b);
-  // Slots handed out from now on come after it.
-  return { state: { ...state, starts, next: Math.max(state.next, counted(start) + intervalMs(rps)) }, start };
+  // Slots handed out from now on come after it (after the start itself: where a cold start is counted
+  // decides only which later starts fit a window, so at a high rate the first ones do not space out).
+  return { state: { ...state, starts, next: Math.max(state.next, start + intervalMs(rps)) }, start };
 };
 
 /**
