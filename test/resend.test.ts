@@ -6,6 +6,21 @@ import { COLD_MS, confirmSlot, GUARD_MS, intervalMs, LATE_MS, LEAD_MS, type Pace
 
 /** The window at 2 requests a second (1,040 ms: the second, GUARD_MS and LATE_MS). */
 const W = startWindow(2).ms;
+
+/** `count` slots reserved one after another at 10,000, each confirmed just before it (kept on time). */
+const keptOnTime = (rps: number, count: number, state: PacerState = { next: 0 }) => {
+  const slots: number[] = [];
+  const starts: (number | null)[] = [];
+  for (let i = 0; i < count; i++) {
+    const reserved = reserveSlot(state, 10_000, rps, 600_000);
+    const { at } = reserved.reservation;
+    const confirmed = confirmSlot(reserved.state, at - LEAD_MS, at, rps);
+    slots.push(at);
+    starts.push(confirmed.start);
+    state = confirmed.state;
+  }
+  return { slots, starts, state };
+};
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
@@ -58,14 +73,8 @@ describe("the pacer's slot arithmetic", () => {
     for (const rps of [0.5, 1, 2, 3, 10]) {
       // An account that was sending just before (no cold starts: see COLD_MS).
       const earlier = Array.from({ length: startWindow(rps).count }, () => 10_000 - startWindow(rps).ms - 1);
-      let state: PacerState = { next: 0, starts: earlier };
-      for (let i = 0; i < 4 * Math.ceil(rps) + 2; i++) {
-        const reserved = reserveSlot(state, 10_000, rps, 600_000);
-        const { at } = reserved.reservation;
-        const confirmed = confirmSlot(reserved.state, at - LEAD_MS, at, rps);
-        expect(confirmed.start).toBe(at);
-        state = confirmed.state;
-      }
+      const { slots, starts } = keptOnTime(rps, 4 * Math.ceil(rps) + 2, { next: 0, starts: earlier });
+      expect(starts).toEqual(slots);
     }
     expect(startWindow(2)).toEqual({ count: 2, ms: 1_000 + GUARD_MS + LATE_MS });
     expect(startWindow(0.5)).toEqual({ count: 1, ms: 2_000 + GUARD_MS + LATE_MS });
@@ -107,16 +116,10 @@ describe("the pacer's slot arithmetic", () => {
 
 describe("the first requests after a quiet spell", () => {
   it("leave on their slots but count COLD_MS later, so the requests after them keep clear of where they may arrive", () => {
-    // An idle account: three slots reserved at once, confirmed on time.
-    let state: PacerState = { next: 0 };
-    const starts: number[] = [];
-    for (let i = 0; i < 4; i++) {
-      const { reservation, state: reserved } = reserveSlot(state, 10_000, 2, 30_000);
-      const confirmed = confirmSlot(reserved, reservation.at - LEAD_MS, reservation.at, 2);
-      starts.push(confirmed.start as number);
-      state = confirmed.state;
-    }
-    const [first = 0, second = 0, third = 0, fourth = 0] = starts;
+    // An idle account: four slots, each confirmed on time.
+    const { starts, state } = keptOnTime(2, 4);
+    expect(starts).not.toContain(null);
+    const [first = 0, second = 0, third = 0, fourth = 0] = starts as number[];
     // The first two (rps 2) are cold: each leaves at its slot, and counts COLD_MS later.
     expect(first).toBe(10_000 + LEAD_MS);
     expect(second).toBe(first + intervalMs(2));
@@ -131,16 +134,9 @@ describe("the first requests after a quiet spell", () => {
   });
 
   it("at a higher rate, the cold starts of a quiet account still leave one interval apart", () => {
-    let state: PacerState = { next: 0 };
-    const starts: number[] = [];
-    for (let i = 0; i < 10; i++) {
-      const { reservation, state: reserved } = reserveSlot(state, 10_000, 10, 30_000);
-      const confirmed = confirmSlot(reserved, reservation.at - LEAD_MS, reservation.at, 10);
-      expect(confirmed.start).toBe(reservation.at);
-      starts.push(reservation.at);
-      state = confirmed.state;
-    }
-    expect(starts.at(-1)! - starts[0]!).toBe(9 * intervalMs(10));
+    const { slots, starts } = keptOnTime(10, 10);
+    expect(starts).toEqual(slots);
+    expect(slots.at(-1)! - slots[0]!).toBe(9 * intervalMs(10));
   });
 });
 

@@ -122,7 +122,7 @@ const fanoutWindow = async (
     from = to;
     return message;
   });
-  for (let i = 0; i < work.length; i += 100) await enqueue(deps, work.slice(i, i + 100));
+  await enqueue(deps, work);
 
   const advanced = await advanceFanout(deps.d1, op, after, last, done, deps.now());
   return { advanced, done, last };

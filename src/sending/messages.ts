@@ -37,7 +37,9 @@ export const enqueueAll = async (env: Pick<Env, "SEND_QUEUE" | "DELIVERY_QUEUE">
   const byQueue = new Map<Queue, MessageSendRequest<SendMessage>[]>();
   for (const request of requests) {
     const queue = queueFor(env, request.body);
-    byQueue.set(queue, [...(byQueue.get(queue) ?? []), request]);
+    const list = byQueue.get(queue);
+    if (list) list.push(request);
+    else byQueue.set(queue, [request]);
   }
   for (const [queue, list] of byQueue) for (let i = 0; i < list.length; i += 100) await queue.sendBatch(list.slice(i, i + 100));
 };
