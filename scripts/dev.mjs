@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { maskTokenPaths } from "./token-paths.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const wrangler = join(root, "node_modules", ".bin", "wrangler");
@@ -47,16 +48,14 @@ console.log(applied > 0 ? `Applied ${applied} migration(s) to the local database
 // Links in mail point at this port unless PUBLIC_BASE_URL is set otherwise (.dev.vars or --var).
 const args = process.argv.slice(2);
 const ownBase = vars.PUBLIC_BASE_URL || args.some((arg) => arg.includes("PUBLIC_BASE_URL")) ? [] : ["--var", `PUBLIC_BASE_URL:${base}`];
-// wrangler prints each request's path as it came, and the path of an unsubscribe or confirmation
-// link is its token (a subscriber's consent): its output passes through a filter that shows such a
-// path as `/u/{token}`, as the service's own log does. (Output that is not a terminal: wrangler then
-// shows no hotkeys; FORCE_COLOR keeps its colours.)
-const TOKEN_PATHS = /\/(u|c|%75|%63)\/\S+?(\/resubscribe)?(?=\s|$)/gi;
+// wrangler prints each request's path as it came, and a link's token is in it: its output passes
+// through maskTokenPaths. (Output that is not a terminal: wrangler then shows no hotkeys; FORCE_COLOR
+// keeps its colours.)
 const forward = (from, to) => {
   let pending = "";
   let timer;
   const flush = (upTo = pending.length) => {
-    to.write(pending.slice(0, upTo).replace(TOKEN_PATHS, (_, kind, tail = "") => `/${decodeURIComponent(kind).toLowerCase()}/{token}${tail}`));
+    to.write(maskTokenPaths(pending.slice(0, upTo)));
     pending = pending.slice(upTo);
   };
   from.setEncoding("utf8");

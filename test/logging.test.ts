@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createApp } from "../src/app";
+import { maskTokenPaths } from "../scripts/token-paths.mjs";
 import { call, tenant } from "./helpers";
 
 afterEach(() => vi.restoreAllMocks());
@@ -55,6 +56,35 @@ describe("access log", () => {
     expect(confirm).toMatchObject({ path: "/c/{token}" });
     expect(lines.join("\n")).not.toContain(token.slice(20, 40));
     expect(lines.join("\n")).not.toContain(token);
+  });
+
+  it("npm run dev's filter masks the tokens in wrangler's request lines and leaves the service's own lines whole", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+    const token = "AQ".padEnd(66, "x");
+    await call("GET", `/u/${token}`);
+    await call("POST", `/u/${token}/resubscribe`);
+    await call("POST", `/c/${token}`);
+    // The service's lines pass unchanged: still JSON, with every field after the path.
+    for (const line of lines) expect(JSON.parse(maskTokenPaths(line))).toEqual(JSON.parse(line));
+    // wrangler's own lines carry the path as it came: the token goes, the rest of the line stays.
+    const wrangler = [
+      `[wrangler:info] GET /u/${token} 200 OK (12ms)`,
+      `[wrangler:info] POST /v1/u/${token}/resubscribe 200 OK (9ms)`,
+      `[wrangler:info] POST /c/${token.slice(0, 30)}/${token.slice(30)} 404 Not Found (3ms)`,
+      `[wrangler:info] GET /%75/${token}`,
+    ].join("\n");
+    expect(maskTokenPaths(wrangler)).toBe(
+      [
+        "[wrangler:info] GET /u/{token} 200 OK (12ms)",
+        "[wrangler:info] POST /v1/u/{token}/resubscribe 200 OK (9ms)",
+        "[wrangler:info] POST /c/{token} 404 Not Found (3ms)",
+        "[wrangler:info] GET /u/{token}",
+      ].join("\n"),
+    );
+    // Other paths are left as they are.
+    const other = "[wrangler:info] GET /v1/workspaces/ws_1/subscribers?limit=10 200 OK (4ms)";
+    expect(maskTokenPaths(other)).toBe(other);
   });
 
   it("names the route of the utility paths too; a request refused before routing names none", async () => {
