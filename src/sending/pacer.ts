@@ -93,7 +93,9 @@ export const startWindow = (rps: number): { count: number; ms: number } =>
 /**
  * Time between slots: 1000 / rps plus GUARD_MS, and never less than the window allows (at 2 a
  * second, 530 ms: two slots are 1,060 ms apart, a window being 1,040 ms; at 1, 1,040 ms), so slots
- * kept on time always fit.
+ * kept on time always fit. The guard in each interval counts again across the next: a start and the
+ * one two after it are 60 ms clear of a second. Slots sharing the window evenly (520 ms, 40 ms
+ * clear) met a 429 in the 10,000-recipient bench, a request reaching the stand-in 43 ms late.
  */
 export const intervalMs = (rps: number) => {
   const window = startWindow(rps);
