@@ -140,6 +140,88 @@ describe("the first requests after a quiet spell", () => {
   });
 });
 
+describe("a request a client waits for (a test send, a confirmation mail)", () => {
+  it("takes the first free moment ahead of a send's slots, which each move back by about one slot, and no window holds more than the rate", () => {
+    // A send mid-way: two recent starts, 25 chunks holding slots over the next 13 s.
+    let state: PacerState = { next: 10_530, starts: [9_470, 10_000] };
+    const bulk: number[] = [];
+    for (let i = 0; i < 25; i++) {
+      const r = reserveSlot(state, 10_000, 2, 30_000);
+      bulk.push(r.reservation.at);
+      state = r.state;
+    }
+    expect(bulk.at(-1)).toBe(10_530 + 24 * intervalMs(2));
+    // The waiting client asks at 10,100: its slot is the first moment the recorded starts leave
+    // free (a window after 9,470), not after the 25 slots handed out.
+    const urgent = reserveSlot(state, 10_100, 2, 30_000, true);
+    expect(urgent.reservation).toMatchObject({ at: 9_470 + W, granted: true });
+    expect(urgent.state.next).toBe(state.next);
+    state = urgent.state;
+    // Everyone confirms just before their slot, in time order.
+    const callers = [...bulk.map((at) => ({ at, urgent: false })), { at: urgent.reservation.at, urgent: true }].sort((a, b) => a.at - b.at);
+    const starts: { at: number; start: number | null; urgent: boolean }[] = [];
+    for (const caller of callers) {
+      const confirmed = confirmSlot(state, caller.at - LEAD_MS, caller.at, 2);
+      starts.push({ ...caller, start: confirmed.start });
+      state = confirmed.state;
+    }
+    expect(starts.find((s) => s.urgent)?.start).toBe(urgent.reservation.at);
+    // No send's slot is lost: each leaves, at most about one slot later than it was given.
+    for (const s of starts.filter((s) => !s.urgent)) {
+      expect(s.start).not.toBeNull();
+      expect(s.start! - s.at).toBeLessThanOrEqual(intervalMs(2));
+    }
+    const all = [9_470, 10_000, ...starts.map((s) => s.start!)].sort((a, b) => a - b);
+    for (let i = 0; i + 2 < all.length; i++) expect(all[i + 2]! - all[i]!).toBeGreaterThanOrEqual(W);
+  });
+
+  it("waits out a 429's pause like anyone, and leaves at once on a quiet account", () => {
+    const paused = pauseUntil({ next: 10_500, starts: [9_900] }, 10_000, 2_000);
+    expect(reserveSlot(paused, 10_000, 2, 30_000, true).reservation.at).toBe(12_000);
+    const quiet = reserveSlot({ next: 0 }, 10_000, 2, 30_000, true);
+    expect(quiet.reservation.at).toBe(10_000 + LEAD_MS);
+    expect(quiet.state.next).toBe(10_000 + LEAD_MS + intervalMs(2));
+  });
+
+  it("a test send and a confirmation mail asked while sends hold the next slots leave before them (through the Durable Object), within the rate", async () => {
+    const h = await harness("live", { RESEND_MAX_RPS: "2" });
+    const resend = mockResend({ rps: 2 });
+    const campaign = await createCampaign(h.t);
+    const [pendingId] = await seedSubscribers(h.t.workspace.id, 1, () => ({ status: "pending" }));
+    const newsletterId = (await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.newsletter_id;
+    // Sends' chunks hold the account's next ten slots (five seconds at 2 a second).
+    const pacer = env.RESEND_PACER.get(env.RESEND_PACER.idFromName("resend"));
+    const held: number[] = [];
+    for (let i = 0; i < 10; i++) held.push((await pacer.reserve(2, 30_000)).at);
+    const test = await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/test`, { body: { emails: ["editor@example.com"], integration_slug: "resend" } });
+    expect(test.status).toBe(200);
+    expect(test.body.data.results[0]).toMatchObject({ email: "editor@example.com", status: "sent" });
+    const confirmation = await h.t.call("POST", `${h.t.ws}/subscribers/${pendingId}/confirmation`, { body: { newsletter_id: newsletterId, integration_slug: "resend" } });
+    expect(confirmation.status).toBe(200);
+    expect(confirmation.body.data.result).toMatchObject({ status: "sent" });
+    // Both left before the fourth of those slots came, not after the tenth.
+    expect(resend.calls).toHaveLength(2);
+    for (const call of resend.calls) expect(call.at).toBeLessThan(held[3]!);
+    // The chunks then confirm their slots, as a sender does (one whose slot passed meanwhile may have to
+    // reserve again): every one leaves, and no second holds more than two starts.
+    const starts = resend.calls.map((c) => c.at);
+    for (let at of held) {
+      for (;;) {
+        const wait = at - LEAD_MS - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const start = await pacer.confirm(at, 2);
+        if (start !== null) {
+          starts.push(start);
+          break;
+        }
+        at = (await pacer.reserve(2, 30_000)).at;
+      }
+    }
+    starts.sort((a, b) => a - b);
+    for (let i = 0; i + 2 < starts.length; i++) expect(starts[i + 2]! - starts[i]!).toBeGreaterThanOrEqual(1_000);
+  });
+});
+
 describe("a request that leaves after its confirmed slot", () => {
   it("moves its recorded start to when it can leave: LEAD_MS from now (its answer's trip), or as much later as keeps every window within the rate", () => {
     // Starts at 10,000 and one interval later (rps 2); the caller of the slot after them confirmed

@@ -85,7 +85,7 @@ export const testSend = async (
   const outcomes = new Map<string, EmailOutcome>();
   for (let round = 0, pending = emails; pending.length > 0; round++) {
     // One try per request (with its own asks under the key): a person waits for this answer.
-    const answer = await integration.sendBatch(pending, round === 0 ? ids.providerKey : `${ids.providerKey}:${round}`, { tries: 1 });
+    const answer = await integration.sendBatch(pending, round === 0 ? ids.providerKey : `${ids.providerKey}:${round}`, { tries: 1, urgent: true });
     if (answer.kind === "retry" || answer.kind === "deferred") throw notTakenYet(answer, "test send", ids.keyed);
     if (answer.kind === "rejected" && !answer.earlierMayBeTaken) {
       outcomes.set(answer.deliveryId, { kind: "failed", error: answer.error });

@@ -65,7 +65,7 @@ export const askToConfirm = async (c: Context<AppEnv>, workspaceId: string, subs
 
   const ids = await oneOffIds(c, "confirmation");
   const messageId = ids.messageId(0);
-  const sent = await integration.sendBatch([confirmationEmail(newsletter, subscriber.email, url, messageId)], ids.providerKey, { tries: 1 });
+  const sent = await integration.sendBatch([confirmationEmail(newsletter, subscriber.email, url, messageId)], ids.providerKey, { tries: 1, urgent: true });
   if (sent.kind === "retry" || sent.kind === "deferred") throw notTakenYet(sent, "confirmation mail", ids.keyed);
   return { ...answer, result: oneOffResult(oneOffOutcome(sent, messageId, "confirmation mail")) };
 };

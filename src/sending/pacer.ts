@@ -41,17 +41,34 @@ type Reservation = {
  */
 export const LEAD_MS = 50;
 
-/** The slot arithmetic: the next free slot at or after `now` + LEAD_MS, and the state after taking it. */
+/**
+ * The slot arithmetic: the next free slot at or after `now` + LEAD_MS, and the state after taking it.
+ * An `urgent` caller (a client waiting for its answer: a test send, a confirmation mail) does not
+ * queue behind the slots handed out to sends: it takes the first moment the starts recorded so far
+ * leave free (and no pause covers); the send whose slot it comes before is moved back when it
+ * confirms (confirmSlot), as is every one after it, by one slot each.
+ */
 export const reserveSlot = (
   state: PacerState,
   now: number,
   rps: number,
   maxWaitMs: number,
+  urgent = false,
 ): { state: PacerState; reservation: Reservation } => {
-  const slot = Math.max(now + LEAD_MS, state.next);
+  const slot = urgent ? firstFree(state, now, rps) : Math.max(now + LEAD_MS, state.next);
   const waitMs = slot - now;
   if (waitMs > maxWaitMs) return { state, reservation: { at: slot, waitMs, granted: false } };
-  return { state: { ...state, next: slot + intervalMs(rps) }, reservation: { at: slot, waitMs, granted: true } };
+  return { state: { ...state, next: Math.max(state.next, slot + intervalMs(rps)) }, reservation: { at: slot, waitMs, granted: true } };
+};
+
+/** The first moment from `now` + LEAD_MS that no pause covers and that keeps the recorded starts within the rate. */
+const firstFree = (state: PacerState, now: number, rps: number): number => {
+  const window = startWindow(rps);
+  const from = Math.max(now + LEAD_MS, state.pausedUntil ?? 0);
+  const recent = (state.starts ?? []).filter((s) => s > from - window.ms).sort((a, b) => a - b);
+  // Free once the start `count` before the end of the recorded ones leaves the window.
+  const blocking = recent.length >= window.count ? (recent[recent.length - window.count] as number) : undefined;
+  return blocking === undefined ? from : Math.max(from, blocking + window.ms);
 };
 
 /** After a 429: no slot starts before `retryAfterMs` from now, not even one handed out already. */
@@ -201,8 +218,8 @@ export class ResendPacer extends DurableObject<Env> {
     });
   }
 
-  reserve(rps: number, maxWaitMs: number): Reservation {
-    const { state, reservation } = reserveSlot(this.state, Date.now(), rps, maxWaitMs);
+  reserve(rps: number, maxWaitMs: number, urgent = false): Reservation {
+    const { state, reservation } = reserveSlot(this.state, Date.now(), rps, maxWaitMs, urgent);
     this.save(state);
     return reservation;
   }
@@ -233,7 +250,8 @@ export class ResendPacer extends DurableObject<Env> {
 
 /** What the integration needs from the pacer: the RPC stub, or a stand-in in tests. */
 export type Pacer = {
-  reserve(rps: number, maxWaitMs: number): Promise<Reservation>;
+  /** A slot; `urgent`: for a client waiting on the answer, ahead of the sends' slots (reserveSlot). */
+  reserve(rps: number, maxWaitMs: number, urgent?: boolean): Promise<Reservation>;
   pause(retryAfterMs: number): Promise<void>;
   /**
    * Just before the slot at `at`: null when a 429's pause has covered it since it was reserved (or
@@ -254,7 +272,7 @@ export const pacerFor = (env: Pick<Env, "RESEND_PACER">): Pacer => {
   let stub: DurableObjectStub<ResendPacer> | undefined;
   const pacer = () => (stub ??= env.RESEND_PACER.get(env.RESEND_PACER.idFromName("resend")));
   return {
-    reserve: (rps, maxWaitMs) => pacer().reserve(rps, maxWaitMs),
+    reserve: (rps, maxWaitMs, urgent) => pacer().reserve(rps, maxWaitMs, urgent),
     pause: (retryAfterMs) => pacer().pause(retryAfterMs),
     confirm: (at, rps) => pacer().confirm(at, rps),
     restart: (start, rps, lateMs) => pacer().restart(start, rps, lateMs),

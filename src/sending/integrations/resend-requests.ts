@@ -50,7 +50,14 @@ const recordAnswer = (ms: number) => {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export type ResendConfig = { apiKey: string; baseUrl: string; rps: number; pacer: Pacer };
+export type ResendConfig = {
+  apiKey: string;
+  baseUrl: string;
+  rps: number;
+  pacer: Pacer;
+  /** The slots of this batch's requests (and hedges) are urgent ones (SendOptions.urgent). */
+  urgent?: boolean;
+};
 
 /**
  * Worth asking again under the key. `untaken`: every request of the ask that left was answered 429
@@ -119,7 +126,7 @@ export const awaitSlot = async (
   withdrawn?: () => Promise<void>,
 ): Promise<Deferred | Retryable | undefined> => {
   for (;;) {
-    const slot = await config.pacer.reserve(config.rps, MAX_SLOT_WAIT_MS);
+    const slot = await config.pacer.reserve(config.rps, MAX_SLOT_WAIT_MS, config.urgent);
     if (!slot.granted) {
       return { kind: "deferred", error: { code: "resend_paced", message: "Waiting for a free Resend request slot" }, retryAfterMs: slot.waitMs };
     }

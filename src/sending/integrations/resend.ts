@@ -73,7 +73,8 @@ const ask = async (config: ResendConfig, batch: BatchState, all: OutboundEmail[]
  * of that request and every later one. The answer is the facts: what the provider said for the last
  * request, or that the batch is to be asked again, or that nothing left.
  */
-const sendBatch = async (config: ResendConfig, emails: OutboundEmail[], key: string, options: SendOptions = {}): Promise<BatchAnswer> => {
+const sendBatch = async (shared: ResendConfig, emails: OutboundEmail[], key: string, options: SendOptions = {}): Promise<BatchAnswer> => {
+  const config = options.urgent ? { ...shared, urgent: true } : shared;
   const batch: BatchState = { ...options, left: new Set(), requests: 0 };
   let lastError: Extract<Reply, { kind: "retry" }> | undefined;
   for (let attempt = 1; ; attempt++) {

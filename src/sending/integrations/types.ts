@@ -85,6 +85,11 @@ export type SendOptions = {
    * several; a request a person waits for (a test send) one, so trouble answers in seconds.
    */
   tries?: number;
+  /**
+   * A client is waiting for the answer (a test send, a confirmation mail): its requests take the
+   * account's first free moment, ahead of the slots handed out to sends, which move back by one.
+   */
+  urgent?: boolean;
 };
 
 export interface Integration {
