@@ -3,6 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createCredential, expectError, tenant, until } from "./helpers";
 import { harness } from "./send.harness";
+import { deliverTry } from "../src/webhooks/consumer";
 import { attemptRow, createEndpoint, RECEIVER, receiver } from "./webhooks.fixtures";
 
 // Webhook endpoints: the resource, its rules and its test send (delivery: webhooks.delivery.test.ts).
@@ -259,5 +260,25 @@ describe("webhook endpoints", () => {
     // A test event is in the event log too, under its own type.
     const logged = await t.call("GET", `${t.ws}/events?type=webhook.test`);
     expect(logged.body.data.map((e: { id: string }) => e.id)).toEqual([res.body.data.event_id]);
+  });
+
+  it("a test event's retries, like any event's, reach only an enabled endpoint: disabled, they end failed untried", async () => {
+    for (const disabledAt of ["after its first try", "before it"] as const) {
+      const { received } = receiver(() => new Response(null, { status: 500 }));
+      const t = await tenant();
+      const endpoint = await createEndpoint(t, { enabled: disabledAt === "after its first try" });
+      const res = await t.call("POST", `${t.ws}/webhook_endpoints/${endpoint.id}/test`);
+      expect(res.status, res.text).toBe(200);
+      // The first try goes (asked for by name) and meets a 500: a retry is due.
+      await until(async () => (await attemptRow(res.body.data.id))?.attempts === 1);
+      expect(received).toHaveLength(1);
+      if (disabledAt === "after its first try") await t.call("PATCH", `${t.ws}/webhook_endpoints/${endpoint.id}`, { body: { enabled: false } });
+      await deliverTry(env, res.body.data.id, 1);
+      expect(received).toHaveLength(1);
+      const [attempt] = (await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}/attempts`)).body.data;
+      expect(attempt).toMatchObject({ status: "failed", attempts: 1, next_attempt_at: null });
+      expect(attempt.last_error).toContain("disabled");
+      vi.restoreAllMocks();
+    }
   });
 });

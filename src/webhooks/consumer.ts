@@ -60,14 +60,16 @@ const dispatchEvent = async (env: Env, eventId: string, now: number): Promise<vo
 
 /**
  * Try `tryNumber` of an attempt: skipped when a copy of this message got there first; the attempt
- * ends failed, untried, when its endpoint was deleted or (but for a test event) disabled since. Otherwise the event is
+ * ends failed, untried, when its endpoint was deleted or (but for a test event's first try) disabled since. Otherwise the event is
  * posted, the outcome recorded, and the next try (if any) enqueued with its delay.
  */
 export const deliverTry = async (env: Env, attemptId: string, tryNumber: number): Promise<void> => {
   const context = await loadTry(env.DB, attemptId);
   if (!context || context.status !== "pending" || context.attempts !== tryNumber) return;
-  // A test event is asked for by name: it goes to a disabled endpoint too (to check it before enabling it).
-  if (context.endpoint.deleted || (!context.endpoint.enabled && context.event.type !== "webhook.test")) {
+  // A test event is asked for by name: its first try goes to a disabled endpoint too (to check it
+  // before enabling it); its retries, like any event's, go only to an enabled one.
+  const askedByName = context.event.type === "webhook.test" && tryNumber === 0;
+  if (context.endpoint.deleted || (!context.endpoint.enabled && !askedByName)) {
     const reason = context.endpoint.deleted
       ? "The endpoint was deleted; nothing more is delivered to it"
       : "The endpoint was disabled; pending deliveries to it were stopped";
