@@ -96,6 +96,21 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(problem.message).not.toMatch(/call stack/i);
   });
 
+  it("html nesting its elements too deeply for its text part to be read is a problem of the html, whether the text comes from the template or each message", () => {
+    const tags = "<b>".repeat(5_000);
+    for (const html of [
+      `${tags}x`,
+      // Text read from each message's rendered html (an ordered list's items repeated by a loop).
+      `<ol>{% for i in (1..3) %}<li>{{ i }}</li>{% endfor %}</ol>${tags}x`,
+    ]) {
+      const problem = rejection({ html });
+      expect(problem.param).toBe("html");
+      expect(problem.message).toContain("nests its elements too deeply");
+    }
+    // With a text of its own, nothing is read from the html.
+    expect(render({ html: `${tags}x`, text: "Plain" }).text).toContain("Plain");
+  });
+
   it("rejects a loop over a huge range, taken or not, and bounds loops it cannot see", () => {
     expect(rejection({ text: "{% if false %}\n{% for i in (1..100000000) %}x{% endfor %}{% endif %}" }).message).toContain(
       "a loop may cover at most 1000 items (range (1..100000000)) on line 2",

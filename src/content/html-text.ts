@@ -45,8 +45,29 @@ const convert = compile({
  */
 const bodyToEnd = (html: string) => html.replace(/<\/(?:body|html)\s*>/gi, "");
 
+/**
+ * html whose elements nest deeper than the converter's recursion goes (some thousands of unclosed
+ * tags): no text part can be read from it.
+ */
+export class NestedTooDeep extends Error {
+  constructor() {
+    super("the html nests its elements too deeply to read a text part from it (thousands of tags left open, inside one another?); close them, or give the campaign a text of its own");
+    this.name = "NestedTooDeep";
+  }
+}
+
+/** The converter, its stack overflow on deep nesting reported as NestedTooDeep. */
+const toText = (html: string): string => {
+  try {
+    return convert(bodyToEnd(html));
+  } catch (err) {
+    if (err instanceof RangeError && /call stack/i.test(err.message)) throw new NestedTooDeep();
+    throw err;
+  }
+};
+
 /** Readable text of rendered html: links kept as URLs, images dropped. */
-export const htmlToText = (html: string): string => tidyText(convert(bodyToEnd(html)));
+export const htmlToText = (html: string): string => tidyText(toText(html));
 
 // Private-use characters: never in Liquid syntax, unchanged by case mapping, not whitespace, so a
 // placeholder is one word that wrapping never splits.
@@ -59,7 +80,7 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   if (htmlTemplate.includes(OPEN) || htmlTemplate.includes(CLOSE)) return null;
   const pieces: string[] = [];
   const masked = htmlTemplate.replace(LIQUID, (piece) => `${OPEN}${pieces.push(piece) - 1}${CLOSE}`);
-  const text = convert(bodyToEnd(masked));
+  const text = toText(masked);
   let restored = 0;
   const result = text.replace(PLACEHOLDER, (_, index: string) => {
     restored++;

@@ -1,7 +1,7 @@
 import { type Template, TokenKind } from "liquidjs";
 import { type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
-import { deriveTextTemplate, htmlToText, lineFeeds, loopsInOrderedList, tidyText } from "./html-text";
+import { deriveTextTemplate, htmlToText, lineFeeds, loopsInOrderedList, NestedTooDeep, tidyText } from "./html-text";
 import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, TemplateError, type TemplateField } from "./validate";
@@ -93,7 +93,7 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   } else if (content.html !== null) {
     // Derived once, from the template, unless its Liquid makes markup (tablerow) or repeats an ordered
     // list's items (their numbers come from the rendered list): then from each message's rendered html.
-    const derived = MARKUP_TAGS.test(content.html) || loopsInOrderedList(content.html) ? null : deriveTextTemplate(content.html);
+    const derived = MARKUP_TAGS.test(content.html) || loopsInOrderedList(content.html) ? null : htmlProblem(() => deriveTextTemplate(content.html as string));
     const templates = derived === null ? null : tryParse(derived);
     text = templates
       ? { kind: "template", part: part([...templates, ...footerText], plainLayoutEngine), tidy: derived?.includes("{%") === true, linked: htmlLinked, derived: true }
@@ -130,7 +130,16 @@ const part = (field: TemplateField, render: () => string): string => {
   try {
     return render();
   } catch (err) {
-    throw renderProblem(field, err);
+    throw err instanceof TemplateError ? err : renderProblem(field, err);
+  }
+};
+
+/** Reading text from html: html that nests too deeply is a problem of the html (whichever part asked). */
+const htmlProblem = <T>(read: () => T): T => {
+  try {
+    return read();
+  } catch (err) {
+    throw err instanceof NestedTooDeep ? new TemplateError("html", err.message) : err;
   }
 };
 
@@ -183,7 +192,7 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
       return text.tidy ? tidyText(out) : lineFeeds(out);
     }
     case "from_rendered_html": {
-      const converted = htmlToText(renderer.render(text.html, MAX_RENDERED.html));
+      const converted = htmlProblem(() => htmlToText(renderer.render(text.html, MAX_RENDERED.html)));
       if (converted.trim() === "") return fallbackText();
       if (!converted.includes(url)) return tidyText(converted + blocks.footer_text);
       return tidyText(address && !address.shownIn(converted) ? converted + address.footer : converted);
