@@ -111,6 +111,16 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(render({ html: `${tags}x`, text: "Plain" }).text).toContain("Plain");
   });
 
+  it("names openers never closed by counting them first: thousands of them would each search the rest of the template", () => {
+    for (const [open, close] of [["{{", "}}"], ["{%", "%}"]]) {
+      const problem = rejection({ html: `<p>Hi</p>\n<p>{{ subscriber.name }}</p>\n${`${open} `.repeat(100_000)}` });
+      expect(problem.param).toBe("html");
+      expect(problem.message).toBe(`html: more than 20 "${open}" are never closed (no "${close}" after them), the first on line 3`);
+    }
+    // A few are what Liquid allows: in a raw block, or in a string an output prints.
+    expect(render({ html: '<p>{% raw %}{{ and {{{% endraw %} {{ "{%" }}</p>' }).html).toContain("<p>{{ and {{ {%</p>");
+  });
+
   it("rejects a loop over a huge range, taken or not, and bounds loops it cannot see", () => {
     expect(rejection({ text: "{% if false %}\n{% for i in (1..100000000) %}x{% endfor %}{% endif %}" }).message).toContain(
       "a loop may cover at most 1000 items (range (1..100000000)) on line 2",

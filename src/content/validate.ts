@@ -106,6 +106,8 @@ type ParsedTemplate = { templates: Template[]; globals: ReadonlySet<string> };
  */
 export const checkTemplate = (field: TemplateField, source: string): ParsedTemplate | { problems: TemplateError[] } => {
   const engine = engineFor(field);
+  const unclosed = unclosedOpeners(field, source);
+  if (unclosed) return { problems: [unclosed] };
   let count = 0;
   for (LIQUID.lastIndex = 0; LIQUID.exec(source) !== null; ) {
     if (++count > MAX_LIQUID_PIECES) {
@@ -138,6 +140,31 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
   const problems = [...unknown.sort((a, b) => a.line - b.line).map((u) => u.problem), ...loopProblems(field, templates)];
   if (problems.length > 0) return { problems };
   return { templates, globals: new Set(Object.keys(analysis.globals)) };
+};
+
+/**
+ * How many `{{` (or `{%`) may have no `}}` (`%}`) anywhere after them. A few are fine (in a raw block,
+ * or in a string inside an output: liquidjs reads past them), but each costs a search through the
+ * rest of the template for a closer that is not there, in every pass that finds the Liquid in it:
+ * 100,000 cost seconds. Counted first, in one pass.
+ */
+const MAX_UNCLOSED = 20;
+
+const unclosedOpeners = (field: TemplateField, source: string): TemplateError | undefined => {
+  for (const [open, close] of [["{{", "}}"], ["{%", "%}"]] as const) {
+    // An opener is closed by a closer that starts two characters after it, or later.
+    const from = Math.max(0, source.lastIndexOf(close) - 1);
+    let first = -1;
+    let count = 0;
+    for (let at = source.indexOf(open, from); at >= 0; at = source.indexOf(open, at + 1)) {
+      if (first < 0) first = at;
+      if (++count > MAX_UNCLOSED) {
+        const line = source.slice(0, first).split(/\r\n|\r|\n/).length;
+        return new TemplateError(field, `more than ${MAX_UNCLOSED} "${open}" are never closed (no "${close}" after them), the first on line ${line}`);
+      }
+    }
+  }
+  return undefined;
 };
 
 /** Parses `source` as the template of `field`, checking it statically; throws the first problem (TemplateError). */
