@@ -138,6 +138,24 @@ describe("escaping by place in the markup", () => {
     expect(at('<img srcset="a.png 1x, {{ subscriber.location }} 2x">', https)).toBe(`<img srcset="a.png 1x, ${https} 2x">`);
     expect(at('<img srcset="a.png 1x, {{ subscriber.location }} 2x">', js)).toBe('<img srcset="a.png 1x, # 2x">');
     expect(at('<img srcset="https://cdn.example.com/a.png 1x, {{ subscriber.location }} 2x">', js)).toBe('<img srcset="https://cdn.example.com/a.png 1x, # 2x">');
+    // A value's own comma in a srcset starts a candidate of its own: checked like any URL it brings.
+    const twoCandidates = (second: string) => `https://ok.example/a.png 1x, ${second} 2x`;
+    for (const template of ['<img srcset="{{ subscriber.location }}">', '<img srcset="a.png 1x, {{ subscriber.location }}">', '<img srcset="https://cdn.example.com/{{ subscriber.location }}">']) {
+      for (const bad of ["javascript:alert(1)", "data:image/svg+xml,x", " JaVa\tScript:x"]) {
+        expect(at(template, twoCandidates(bad))).toBe(template.replace("{{ subscriber.location }}", "#"));
+      }
+      expect(at(template, twoCandidates("https://ok.example/b.png"))).toBe(template.replace("{{ subscriber.location }}", twoCandidates("https://ok.example/b.png")));
+    }
+    // The template's letters after a value, up to its colon, complete the scheme the value begins:
+    // the value is the scheme's name then, and only a safe one passes (`java` + `script:`).
+    for (const rest of ["script:alert(1)", "&Tab;script:alert(1)", "{% raw %}script:{% endraw %}alert(1)", "sc&#114;ipt:alert(1)", "script&colon;alert(1)", "\n script:x"]) {
+      const template = `<a href="{{ subscriber.location }}${rest}">x</a>`;
+      expect(at(template, "java")).toBe(`<a href="#${rest.replace("{% raw %}", "").replace("{% endraw %}", "")}">x</a>`);
+      expect(at(template, "https")).toContain('href="https');
+    }
+    // Text that ends the scheme's reading first (a /, ?, # or the attribute's end) leaves the value open.
+    expect(at('<a href="{{ subscriber.location }}.html?a=b:c">x</a>', "page")).toBe('<a href="page.html?a=b:c">x</a>');
+    expect(at('<a href="{{ subscriber.location }}/x:y">x</a>', "java")).toBe('<a href="java/x:y">x</a>');
     expect(at('<a href="{% liquid echo subscriber.location %}">x</a>', https)).toBe(`<a href="${https}">x</a>`);
     expect(at('<a href="{% liquid echo subscriber.location %}">x</a>', js)).toBe('<a href="#">x</a>');
     expect(at('<a href="https://example.com/?q={{ subscriber.location }}">x</a>', "javascript:alert(1)")).toBe('<a href="https://example.com/?q=javascript:alert(1)">x</a>');

@@ -14,8 +14,10 @@ import { lineOf, maskedSource } from "./liquid-mask";
 // `escapeUrl` instead, which prints `#` for a value that brings a scheme other than http(s),
 // mailto, tel or sms. That is enough wherever the value lands before the scheme is fixed: a URL's
 // scheme is everything before its first colon, so one completed by this value ends with the value's
-// own text before its colon, which is then one of those words (`java` + `script:x` is refused for
-// its `script`; `xyz` + `https:` makes an unknown scheme, which runs nothing).
+// own text before its colon, or the value is part of that text: the template's letters up to its
+// colon complete what the value begins (`{{ v }}script:x`), and such a value is the scheme's name
+// (escapeSchemeName), which prints `#` unless it is one of those words (`java` + `script:x` would be
+// `javascript:`; `https` + `script:` makes an unknown scheme, which runs nothing).
 const SAFE_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "mailto", "tel", "sms"]);
 
 /**
@@ -109,6 +111,26 @@ const unquotedOf = (escape: Escape, alone = false): Escape => {
   return alone ? variants.alone : variants.inside;
 };
 
+/**
+ * In a srcset, a comma in a value ends its candidate and starts another, a URL of its own whose scheme
+ * the value brings: any such candidate with a scheme not known to be safe makes the value print `#`.
+ * (Every comma counts, also one a browser would read as part of a URL: a stricter reading.)
+ */
+const srcsetVariants = new Map<Escape, Escape>();
+const srcsetOf = (escape: Escape): Escape => {
+  let variant = srcsetVariants.get(escape);
+  if (!variant) {
+    variant = function (this: FilterThis, value: unknown): string {
+      const text = stringify(value);
+      const safe = text.split(",").slice(1).every((candidate) => urlSafe(candidate) !== "#");
+      return escape.call(this, safe ? value : "#");
+    };
+    srcsetVariants.set(escape, variant);
+    ESCAPES.add(variant);
+  }
+  return variant;
+};
+
 /** A value the template prints where no escaping makes it safe: refused when the template is saved. */
 export class UnsafeOutputPlace extends Error {
   constructor(readonly line: number, message: string) {
@@ -142,7 +164,8 @@ const guardFor = (place: Place, line: () => number, source: string) => {
   if (place.name) return escapeName;
   if (place.css === "element") return escapeCssText;
   const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeAll;
-  return place.unquoted ? unquotedOf(base, place.alone) : base;
+  const escape = place.unquoted ? unquotedOf(base, place.alone) : base;
+  return place.srcset ? srcsetOf(escape) : escape;
 };
 
 /**

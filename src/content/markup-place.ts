@@ -12,8 +12,37 @@ const URL_ATTRIBUTE = /[\t\n\f\r "'/\u0000](href|src|srcset|action|formaction|ba
 /** What browsers skip in a URL before reading its scheme (controls and spaces, anywhere in it). */
 export const SKIPPED = /[\u0000-\u0020\u007f]+/g;
 
-/** A colon next, as a browser reads attribute text: after skipped characters, written or as a character reference. */
-const COLON_NEXT = /^(?:[\u0000-\u0020\u007f]|&(?:#0*(?:9|10|13|32);?|#x0*(?:9|a|d|20);?|Tab;|NewLine;))*(?::|&#0*58;?|&#x0*3a;?|&colon;)/i;
+/** A colon written as a character reference. */
+const COLON_REFERENCE = /^(?:&#0*58;?|&#x0*3a;?|&colon;)/i;
+/** Any other character reference: it may stand for a letter (`&#115;`), or a character a browser skips (`&Tab;`). */
+const REFERENCE = /^&(?:#x[0-9a-f]{1,8}|#[0-9]{1,10}|[a-z][a-z0-9]{0,31});?/i;
+/** What can be more of a URL's scheme, or is skipped in it: letters, digits, `+ . -`, controls, spaces, masked Liquid. */
+const SCHEME_OR_SKIPPED = /[a-z0-9+.\-\u0000-\u0020\u007f]/i;
+
+/**
+ * Whether the template's text from `at` on can only be more of a URL's scheme up to a colon (as a
+ * browser reads attribute text: character references decoded, tabs and newlines dropped, Liquid
+ * possibly printing more): a value printed just before it is then part of the scheme's name
+ * (`{{ v }}:`, and `{{ v }}script:` too, which `java` would make `javascript:`).
+ */
+const schemeGoesOn = (masked: string, at: number): boolean => {
+  const end = Math.min(masked.length, at + TAG_WINDOW);
+  for (let i = at; i < end; ) {
+    const ch = masked[i] as string;
+    if (ch === ":") return true;
+    if (SCHEME_OR_SKIPPED.test(ch)) {
+      i++;
+      continue;
+    }
+    if (ch !== "&") return false;
+    const rest = masked.slice(i, i + 48);
+    if (COLON_REFERENCE.test(rest)) return true;
+    const reference = REFERENCE.exec(rest);
+    if (!reference) return false;
+    i += reference[0].length;
+  }
+  return false;
+};
 
 /**
  * How far into a tag (from its `<`) a value may be printed: the markup before it is read for each
@@ -36,7 +65,7 @@ export const TAG_WINDOW = 8 * 1024;
  * far into a tag (`far`).
  */
 export type Place =
-  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; name?: true; css?: "attribute" | "element"; strict?: true }
+  | { url: "open" | "beforeColon" | null; unquoted: boolean; alone?: boolean; name?: true; css?: "attribute" | "element"; strict?: true; srcset?: true }
   | "handler"
   | "liquidName"
   | "script"
@@ -142,12 +171,14 @@ export const outputPlace = (source: string, begin: number): Place => {
   const m = URL_ATTRIBUTE.exec(tag);
   if (!m) return quoting === "text" ? null : { url: null, unquoted, alone };
   const value = m[2] ?? m[3] ?? m[4] ?? "";
-  // A srcset is a list of URLs: each candidate after a comma starts one of its own.
-  const sofar = m[1]?.toLowerCase() === "srcset" ? value.slice(value.lastIndexOf(",") + 1) : value;
+  // A srcset is a list of URLs: each candidate after a comma starts one of its own, the value's own commas included.
+  const srcset = m[1]?.toLowerCase() === "srcset";
+  const list = srcset ? ({ srcset: true } as const) : {};
+  const sofar = srcset ? value.slice(value.lastIndexOf(",") + 1) : value;
   // The template's own text before any Liquid or entity in the value: only that can fix the scheme.
   const cut = sofar.search(/[\u0000&]/);
   const known = cut === -1 ? sofar : sofar.slice(0, cut);
-  if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return { url: null, unquoted, alone };
-  // The template's own colon right after the value makes the value the scheme's name.
-  return { url: COLON_NEXT.test(masked.slice(end, end + 64).replace(/\u0000+/, "")) ? "beforeColon" : "open", unquoted, alone };
+  if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return { url: null, unquoted, alone, ...list };
+  // The template's own colon after the value (past any more of a scheme) makes the value part of the scheme's name.
+  return { url: schemeGoesOn(masked, end) ? "beforeColon" : "open", unquoted, alone, ...list };
 };
