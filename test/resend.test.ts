@@ -7,6 +7,17 @@ import { COLD_MS, confirmSlot, GUARD_MS, intervalMs, LATE_MS, LEAD_MS, type Pace
 /** The window at 2 requests a second (1,040 ms: the second, GUARD_MS and LATE_MS). */
 const W = startWindow(2).ms;
 
+/** `count` slots reserved one after another at 10,000 (at 2 a second), none confirmed yet. */
+const reserveMany = (count: number, state: PacerState) => {
+  const slots: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const r = reserveSlot(state, 10_000, 2, 30_000);
+    slots.push(r.reservation.at);
+    state = r.state;
+  }
+  return { slots, state };
+};
+
 /** `count` slots reserved one after another at 10,000, each confirmed just before it (kept on time). */
 const keptOnTime = (rps: number, count: number, state: PacerState = { next: 0 }) => {
   const slots: number[] = [];
@@ -86,13 +97,7 @@ describe("the pacer's slot arithmetic", () => {
   it("a sender late to its slot leaves as much later as the rate needs, never putting rps + 1 starts in one second", () => {
     // Three slots at 2 a second, 10,050 and one and two intervals later. The first sender wakes 600 ms
     // late. (The account sent a little before: these are no cold starts, see COLD_MS.)
-    let state: PacerState = { next: 0, starts: [8_900, 9_000] };
-    const slots: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const r = reserveSlot(state, 10_000, 2, 30_000);
-      slots.push(r.reservation.at);
-      state = r.state;
-    }
+    let { slots, state } = reserveMany(3, { next: 0, starts: [8_900, 9_000] });
     const [first = 0, second = 0, third = 0] = slots;
     const b = confirmSlot(state, second - LEAD_MS, second, 2);
     expect(b.start).toBe(second);
@@ -143,13 +148,7 @@ describe("the first requests after a quiet spell", () => {
 describe("a request a client waits for (a test send, a confirmation mail)", () => {
   it("takes the first free moment ahead of a send's slots, which each move back by about one slot, and no window holds more than the rate", () => {
     // A send mid-way: two recent starts, 25 chunks holding slots over the next 13 s.
-    let state: PacerState = { next: 10_530, starts: [9_470, 10_000] };
-    const bulk: number[] = [];
-    for (let i = 0; i < 25; i++) {
-      const r = reserveSlot(state, 10_000, 2, 30_000);
-      bulk.push(r.reservation.at);
-      state = r.state;
-    }
+    let { slots: bulk, state } = reserveMany(25, { next: 10_530, starts: [9_470, 10_000] });
     expect(bulk.at(-1)).toBe(10_530 + 24 * intervalMs(2));
     // The waiting client asks at 10,100: its slot is the first moment the recorded starts leave
     // free (a window after 9,470), not after the 25 slots handed out.
