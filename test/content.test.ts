@@ -267,6 +267,11 @@ describe("rendering", () => {
     expect(data.text).toMatch(/^Item +Qty\nChair +2\nStool +Paris\n/);
     const layout = render({ html: '<table width="100%"><tr><td><p>One</p></td><td><p>Two</p></td></tr></table>' });
     expect(layout.text).toMatch(/^One\n\nTwo\n/);
+    // A data table of more than 1,000 cells (whose column layout would cost time growing faster than
+    // the table) reads one cell after the other; one of 1,000 still in columns.
+    const table = (rows: number) => `<table><tr><th>Item</th><th>Qty</th></tr>${"<tr><td>Chair</td><td>2</td></tr>".repeat(rows)}</table>`;
+    expect(render({ html: table(499) }).text).toMatch(/^Item +Qty\nChair +2\n/);
+    expect(render({ html: table(500) }).text).toMatch(/^Item\n\nQty\n\nChair\n\n2\n/);
   });
 
   it("carries the one-click unsubscribe headers", () => {

@@ -13,13 +13,32 @@ type Format = (elem: Node, walk: unknown, builder: { options: { formatters: Reco
 const hasHeaderCell = (node: Node): boolean =>
   (node.children ?? []).some((child) => child.type === "tag" && (child.name === "th" || (child.name !== "table" && hasHeaderCell(child))));
 
+/**
+ * Cells a table laid out in columns may have: the converter's column layout costs time that grows
+ * faster than the table (a 25,000-column table took seconds), and a table that large reads as well
+ * one cell after the other.
+ */
+const MAX_DATA_CELLS = 1_000;
+
+/** Whether a table has more than `limit` cells of its own (counting stops there). */
+const moreCellsThan = (node: Node, limit: number): boolean => {
+  let count = 0;
+  const visit = (parent: Node): boolean =>
+    (parent.children ?? []).some((child) => {
+      if (child.type !== "tag" || child.name === "table") return false;
+      if ((child.name === "td" || child.name === "th") && ++count > limit) return true;
+      return visit(child);
+    });
+  return visit(node);
+};
+
 const convert = compile({
   wordwrap: 78,
   formatters: {
-    // A table with header cells holds data: a row per line, its cells in columns. Any other lays a
-    // message out: its cells are blocks, read one after the other.
+    // A table with header cells holds data: a row per line, its cells in columns (up to MAX_DATA_CELLS).
+    // Any other lays a message out: its cells are blocks, read one after the other.
     table: ((elem, walk, builder, options) =>
-      (hasHeaderCell(elem) ? builder.options.formatters.dataTable : builder.options.formatters.block)?.(elem, walk, builder, options)) as Format,
+      (hasHeaderCell(elem) && !moreCellsThan(elem, MAX_DATA_CELLS) ? builder.options.formatters.dataTable : builder.options.formatters.block)?.(elem, walk, builder, options)) as Format,
   } as never,
   selectors: [
     // Tracking pixels and decorative images have nothing to say in text; nor has a title, which no
