@@ -153,6 +153,14 @@ describe("escaping by place in the markup", () => {
       expect(at(template, "java")).toBe(`<a href="#${rest.replace("{% raw %}", "").replace("{% endraw %}", "")}">x</a>`);
       expect(at(template, "https")).toContain('href="https');
     }
+    // Text a Liquid tag may leave out ends nothing (a branch not taken prints none of it), nor does
+    // text too long to read: the value stays the scheme's name.
+    for (const rest of ["{% if false %}/{% endif %}script:x", "{% unless true %}?{% endunless %}script:x", "{% for t in subscriber.tags limit: 0 %}#{% endfor %}script:x", `{% comment %}${"x".repeat(8_200)}{% endcomment %}script:x`, `${"\n".repeat(9_000)}script:x`]) {
+      expect(at(`<a href="{{ subscriber.location }}${rest}">x</a>`, "java")).toMatch(/^<a href="#/);
+    }
+    // In a srcset, the value's last candidate is what the template's text completes.
+    expect(at('<img srcset="{{ subscriber.location }}script:alert(1)">', "a.png 1x, java")).toBe('<img srcset="#script:alert(1)">');
+    expect(at('<picture><source srcset="{{ subscriber.location }}ta:x"></picture>', "a.png 1x, da")).toBe('<picture><source srcset="#ta:x"></picture>');
     // Text that ends the scheme's reading first (a /, ?, # or the attribute's end) leaves the value open.
     expect(at('<a href="{{ subscriber.location }}.html?a=b:c">x</a>', "page")).toBe('<a href="page.html?a=b:c">x</a>');
     expect(at('<a href="{{ subscriber.location }}/x:y">x</a>', "java")).toBe('<a href="java/x:y">x</a>');

@@ -47,11 +47,16 @@ function escapeUrl(this: FilterThis, value: unknown): string {
   return escapeAll.call(this, urlSafe(stringify(value)));
 }
 
+/** Whether `text` could begin the name of a scheme not known to be safe (the template's text completing it). */
+const unsafeSchemeName = (text: string): boolean => {
+  const name = text.replace(SKIPPED, "").toLowerCase();
+  return /^[a-z][a-z0-9+.-]*$/.test(name) && !SAFE_SCHEMES.has(name);
+};
+
 /** Before the template's own colon, a value is a scheme's name: one other than the safe ones prints `#`. */
 function escapeSchemeName(this: FilterThis, value: unknown): string {
   const text = urlSafe(stringify(value));
-  const name = text.replace(SKIPPED, "").toLowerCase();
-  return escapeAll.call(this, /^[a-z][a-z0-9+.-]*$/.test(name) && !SAFE_SCHEMES.has(name) ? "#" : text);
+  return escapeAll.call(this, unsafeSchemeName(text) ? "#" : text);
 }
 
 /**
@@ -116,16 +121,20 @@ const unquotedOf = (escape: Escape, alone = false): Escape => {
  * the value brings: any such candidate with a scheme not known to be safe makes the value print `#`.
  * (Every comma counts, also one a browser would read as part of a URL: a stricter reading.)
  */
-const srcsetVariants = new Map<Escape, Escape>();
-const srcsetOf = (escape: Escape): Escape => {
-  let variant = srcsetVariants.get(escape);
+const srcsetVariants = { open: new Map<Escape, Escape>(), schemeName: new Map<Escape, Escape>() };
+/** `escape` in a srcset; `schemeName`: the template's text after the value completes a scheme, which the value's last candidate begins. */
+const srcsetOf = (escape: Escape, schemeName: boolean): Escape => {
+  const variants = schemeName ? srcsetVariants.schemeName : srcsetVariants.open;
+  let variant = variants.get(escape);
   if (!variant) {
     variant = function (this: FilterThis, value: unknown): string {
-      const text = stringify(value);
-      const safe = text.split(",").slice(1).every((candidate) => urlSafe(candidate) !== "#");
+      const candidates = stringify(value).split(",");
+      const safe =
+        candidates.slice(1).every((candidate) => urlSafe(candidate) !== "#") &&
+        !(schemeName && candidates.length > 1 && unsafeSchemeName(candidates.at(-1) as string));
       return escape.call(this, safe ? value : "#");
     };
-    srcsetVariants.set(escape, variant);
+    variants.set(escape, variant);
     ESCAPES.add(variant);
   }
   return variant;
@@ -165,7 +174,7 @@ const guardFor = (place: Place, line: () => number, source: string) => {
   if (place.css === "element") return escapeCssText;
   const base = place.css ? escapeCss : place.url === "open" ? escapeUrl : place.url === "beforeColon" ? escapeSchemeName : escapeAll;
   const escape = place.unquoted ? unquotedOf(base, place.alone) : base;
-  return place.srcset ? srcsetOf(escape) : escape;
+  return place.srcset ? srcsetOf(escape, place.url === "beforeColon") : escape;
 };
 
 /**

@@ -20,28 +20,39 @@ const REFERENCE = /^&(?:#x[0-9a-f]{1,8}|#[0-9]{1,10}|[a-z][a-z0-9]{0,31});?/i;
 const SCHEME_OR_SKIPPED = /[a-z0-9+.\-\u0000-\u0020\u007f]/i;
 
 /**
- * Whether the template's text from `at` on can only be more of a URL's scheme up to a colon (as a
- * browser reads attribute text: character references decoded, tabs and newlines dropped, Liquid
- * possibly printing more): a value printed just before it is then part of the scheme's name
- * (`{{ v }}:`, and `{{ v }}script:` too, which `java` would make `javascript:`).
+ * Whether the template's text from `at` on may be more of a URL's scheme up to a colon (as a browser
+ * reads attribute text: character references decoded, tabs and newlines dropped, Liquid possibly
+ * printing more): a value printed just before it is then part of the scheme's name (`{{ v }}:`, and
+ * `{{ v }}script:` too, which `java` would make `javascript:`). Text that ends a scheme's reading (`/`,
+ * `?`, `=`…) settles it only when no Liquid tag comes between: a branch not taken prints none of
+ * it. Text not read to its end within TAG_WINDOW may be: read so.
  */
-const schemeGoesOn = (masked: string, at: number): boolean => {
+const schemeGoesOn = (source: string, masked: string, at: number): boolean => {
   const end = Math.min(masked.length, at + TAG_WINDOW);
+  let tagBetween = false;
   for (let i = at; i < end; ) {
     const ch = masked[i] as string;
     if (ch === ":") return true;
     if (SCHEME_OR_SKIPPED.test(ch)) {
+      // (Masked Liquid: a tag's branch may print nothing of the text after it. An output prints a value, removing none.)
+      if (ch === "\u0000" && source.startsWith("{%", i)) tagBetween = true;
       i++;
       continue;
     }
-    if (ch !== "&") return false;
-    const rest = masked.slice(i, i + 48);
-    if (COLON_REFERENCE.test(rest)) return true;
-    const reference = REFERENCE.exec(rest);
-    if (!reference) return false;
-    i += reference[0].length;
+    if (ch === "&") {
+      const rest = masked.slice(i, i + 48);
+      if (COLON_REFERENCE.test(rest)) return true;
+      const reference = REFERENCE.exec(rest);
+      if (reference) {
+        i += reference[0].length;
+        continue;
+      }
+    }
+    // The attribute's end; other text ends the scheme only if it certainly prints.
+    if (ch === '"' || ch === "'" || ch === ">" || !tagBetween) return false;
+    i++;
   }
-  return false;
+  return end < masked.length;
 };
 
 /**
@@ -180,5 +191,5 @@ export const outputPlace = (source: string, begin: number): Place => {
   const known = cut === -1 ? sofar : sofar.slice(0, cut);
   if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return { url: null, unquoted, alone, ...list };
   // The template's own colon after the value (past any more of a scheme) makes the value part of the scheme's name.
-  return { url: schemeGoesOn(masked, end) ? "beforeColon" : "open", unquoted, alone, ...list };
+  return { url: schemeGoesOn(source, masked, end) ? "beforeColon" : "open", unquoted, alone, ...list };
 };
