@@ -158,6 +158,14 @@ describe("escaping by place in the markup", () => {
     for (const rest of ["{% if false %}/{% endif %}script:x", "{% unless true %}?{% endunless %}script:x", "{% for t in subscriber.tags limit: 0 %}#{% endfor %}script:x", `{% comment %}${"x".repeat(8_200)}{% endcomment %}script:x`, `${"\n".repeat(9_000)}script:x`]) {
       expect(at(`<a href="{{ subscriber.location }}${rest}">x</a>`, "java")).toMatch(/^<a href="#/);
     }
+    // Nor does a quote or > other than the attribute's own end, in such a branch.
+    for (const rest of ["{% if false %}'{% endif %}script:x", "{% if false %}>{% endif %}script:x", "{% if true %}{% else %}/{% endif %}script:x", "{% capture c %}/{% endcapture %}script:x"]) {
+      expect(at(`<a href="{{ subscriber.location }}${rest}">x</a>`, "java")).toMatch(/^<a href="#/);
+    }
+    expect(at(`<a href='{{ subscriber.location }}{% if false %}"{% endif %}script:x'>x</a>`, "java")).toMatch(/^<a href='#/);
+    // Text after the block closes prints whenever the value does: a / ? or # there ends the scheme.
+    expect(at('<a href="{{ subscriber.location }}{% if true %}?utm=1{% endif %}#t=10:30">x</a>', "events.html")).toBe('<a href="events.html?utm=1#t=10:30">x</a>');
+    expect(at('<a href="{{ subscriber.location }}{% if false %}/vip{% endif %}/events?at=10:30">x</a>', "www.acme.example")).toBe('<a href="www.acme.example/events?at=10:30">x</a>');
     // In a srcset, the value's last candidate is what the template's text completes.
     expect(at('<img srcset="{{ subscriber.location }}script:alert(1)">', "a.png 1x, java")).toBe('<img srcset="#script:alert(1)">');
     expect(at('<picture><source srcset="{{ subscriber.location }}ta:x"></picture>', "a.png 1x, da")).toBe('<picture><source srcset="#ta:x"></picture>');

@@ -22,6 +22,19 @@ const PRINTING: ReadonlySet<string> = new Set(["echo", "cycle", "increment", "de
 const tagName = (source: string, piece: Range) => /^\{%-?\s*(\w+)/.exec(source.slice(piece.begin, piece.begin + 40))?.[1];
 
 /**
+ * What the tag starting at `at` does to whether the text after it prints: opens a block (whose body
+ * may print or not), starts another branch or cuts a loop's body short (what follows in the block
+ * may not print with what came before), ends a block, or nothing.
+ */
+export const blockRole = (source: string, at: number): "open" | "branch" | "close" | undefined => {
+  const name = tagName(source, { begin: at, end: at });
+  if (name === undefined) return undefined;
+  if (OPENERS.has(name)) return "open";
+  if (SEPARATORS.has(name) || CUTS.has(name)) return "branch";
+  return CLOSERS.has(name) ? "close" : undefined;
+};
+
+/**
  * Where the first branch (or loop body, or capture) begins that does not leave the markup as it
  * found it: its start and its end (or a break in it) are read in different states. Infinity: none.
  */

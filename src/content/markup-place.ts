@@ -1,4 +1,4 @@
-import { maskedSource } from "./liquid-mask";
+import { blockRole, maskedSource } from "./liquid-mask";
 import { lastBefore, rangeAt, scanTag, type TagEnd, UNKNOWN } from "./markup-reader";
 
 // Where each value a campaign's html prints lands in its markup: text, an attribute value (quoted or
@@ -23,19 +23,28 @@ const SCHEME_OR_SKIPPED = /[a-z0-9+.\-\u0000-\u0020\u007f]/i;
  * Whether the template's text from `at` on may be more of a URL's scheme up to a colon (as a browser
  * reads attribute text: character references decoded, tabs and newlines dropped, Liquid possibly
  * printing more): a value printed just before it is then part of the scheme's name (`{{ v }}:`, and
- * `{{ v }}script:` too, which `java` would make `javascript:`). Text that ends a scheme's reading (`/`,
- * `?`, `=`…) settles it only when no Liquid tag comes between: a branch not taken prints none of
- * it. Text not read to its end within TAG_WINDOW may be: read so.
+ * `{{ v }}script:` too, which `java` would make `javascript:`). Text that ends a scheme's reading
+ * (`/`, `?`, `=`…) settles it only where it prints whenever the value does: not inside a Liquid
+ * block opened after the value, nor in another branch of the value's own (an untaken branch prints
+ * none of it). The attribute's closing quote ends the reading (a branch holding it is refused as
+ * unsettled). Text not read to its end within TAG_WINDOW may be more of a scheme: read so.
  */
-const schemeGoesOn = (source: string, masked: string, at: number): boolean => {
+const schemeGoesOn = (source: string, masked: string, at: number, quote: string | null): boolean => {
   const end = Math.min(masked.length, at + TAG_WINDOW);
-  let tagBetween = false;
+  // Blocks opened since the value: text inside them may not print.
+  let depth = 0;
   for (let i = at; i < end; ) {
     const ch = masked[i] as string;
     if (ch === ":") return true;
-    if (SCHEME_OR_SKIPPED.test(ch)) {
-      // (Masked Liquid: a tag's branch may print nothing of the text after it. An output prints a value, removing none.)
-      if (ch === "\u0000" && source.startsWith("{%", i)) tagBetween = true;
+    if (ch === quote) return false;
+    if (ch === "\u0000" && source.startsWith("{%", i)) {
+      const role = blockRole(source, i);
+      if (role === "open") depth++;
+      else if (role === "close") depth = Math.max(0, depth - 1);
+      else if (role === "branch" && depth === 0) depth = 1;
+    }
+    const unquotedEnd = quote === null && (ch === ">" || /[\t\n\f\r ]/.test(ch));
+    if (SCHEME_OR_SKIPPED.test(ch) && !unquotedEnd) {
       i++;
       continue;
     }
@@ -48,8 +57,8 @@ const schemeGoesOn = (source: string, masked: string, at: number): boolean => {
         continue;
       }
     }
-    // The attribute's end; other text ends the scheme only if it certainly prints.
-    if (ch === '"' || ch === "'" || ch === ">" || !tagBetween) return false;
+    // Text that ends the scheme (or, unquoted, the attribute), where it certainly prints.
+    if (depth === 0) return false;
     i++;
   }
   return end < masked.length;
@@ -191,5 +200,5 @@ export const outputPlace = (source: string, begin: number): Place => {
   const known = cut === -1 ? sofar : sofar.slice(0, cut);
   if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return { url: null, unquoted, alone, ...list };
   // The template's own colon after the value (past any more of a scheme) makes the value part of the scheme's name.
-  return { url: schemeGoesOn(source, masked, end) ? "beforeColon" : "open", unquoted, alone, ...list };
+  return { url: schemeGoesOn(source, masked, end, quoting === "quoted" ? scanned.state : null) ? "beforeColon" : "open", unquoted, alone, ...list };
 };
