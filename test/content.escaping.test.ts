@@ -163,6 +163,19 @@ describe("escaping by place in the markup", () => {
       expect(at(`<a href="{{ subscriber.location }}${rest}">x</a>`, "java")).toMatch(/^<a href="#/);
     }
     expect(at(`<a href='{{ subscriber.location }}{% if false %}"{% endif %}script:x'>x</a>`, "java")).toMatch(/^<a href='#/);
+    // Only Liquid's own tags count: one spelled in a string or a comment opens and closes nothing.
+    for (const fake of ['{{ "{% endif %}" }}', '{% assign z = "{% endif %}" %}', "{% comment %}{% endif %}{% endcomment %}"]) {
+      expect(at(`<a href="{{ subscriber.location }}{% if false %}${fake}/{% endif %}script:alert(1)">x</a>`, "java")).toMatch(/^<a href="#/);
+    }
+    // A loop around the value inside the attribute prints its body's start after the value again.
+    const loop = '<a href="{% for i in (1..2) %}{% if forloop.first %}{% else %}script:{% endif %}{{ subscriber.location }}{% endfor %}">x</a>';
+    expect(at(loop, "java")).toBe('<a href="#script:#">x</a>');
+    // Another branch of the value's own block never prints after it; in a block opened after it, text
+    // that ends a scheme ends its own branch's reading.
+    expect(at('<a href="{% if subscriber.location %}{{ subscriber.location }}{% else %}https://acme.example{% endif %}/events">x</a>', "events.html")).toBe('<a href="events.html/events">x</a>');
+    expect(at('<a href="{{ subscriber.location }}{% if true %}?slot=2026-12-01T10:30{% endif %}">x</a>', "events.html")).toBe('<a href="events.html?slot=2026-12-01T10:30">x</a>');
+    expect(at('<a href="{{ subscriber.location }}{% if true %}?utm=1{% endif %}{% if true %}&t=10:30{% endif %}">x</a>', "de")).toBe('<a href="de?utm=1&t=10:30">x</a>');
+    expect(at('<a href="{{ subscriber.location }}{% if false %}?{% endif %}script:x">x</a>', "java")).toBe('<a href="#script:x">x</a>');
     // Text after the block closes prints whenever the value does: a / ? or # there ends the scheme.
     expect(at('<a href="{{ subscriber.location }}{% if true %}?utm=1{% endif %}#t=10:30">x</a>', "events.html")).toBe('<a href="events.html?utm=1#t=10:30">x</a>');
     expect(at('<a href="{{ subscriber.location }}{% if false %}/vip{% endif %}/events?at=10:30">x</a>', "www.acme.example")).toBe('<a href="www.acme.example/events?at=10:30">x</a>');

@@ -24,13 +24,14 @@ const tagName = (source: string, piece: Range) => /^\{%-?\s*(\w+)/.exec(source.s
 /**
  * What the tag starting at `at` does to whether the text after it prints: opens a block (whose body
  * may print or not), starts another branch or cuts a loop's body short (what follows in the block
- * may not print with what came before), ends a block, or nothing.
+ * may not print with what came before), ends a block (a loop: whose body begins again), or nothing.
  */
-export const blockRole = (source: string, at: number): "open" | "branch" | "close" | undefined => {
+export const blockRole = (source: string, at: number): "open" | "branch" | "close" | "closeLoop" | undefined => {
   const name = tagName(source, { begin: at, end: at });
   if (name === undefined) return undefined;
   if (OPENERS.has(name)) return "open";
   if (SEPARATORS.has(name) || CUTS.has(name)) return "branch";
+  if (name === "endfor" || name === "endtablerow") return "closeLoop";
   return CLOSERS.has(name) ? "close" : undefined;
 };
 

@@ -1,5 +1,5 @@
 import { blockRole, maskedSource } from "./liquid-mask";
-import { lastBefore, rangeAt, scanTag, type TagEnd, UNKNOWN } from "./markup-reader";
+import { lastBefore, type Masking, rangeAt, scanTag, type TagEnd, UNKNOWN } from "./markup-reader";
 
 // Where each value a campaign's html prints lands in its markup: text, an attribute value (quoted or
 // not, a URL whose scheme the template has not fixed yet, before or after its colon), CSS (a style
@@ -23,26 +23,46 @@ const SCHEME_OR_SKIPPED = /[a-z0-9+.\-\u0000-\u0020\u007f]/i;
  * Whether the template's text from `at` on may be more of a URL's scheme up to a colon (as a browser
  * reads attribute text: character references decoded, tabs and newlines dropped, Liquid possibly
  * printing more): a value printed just before it is then part of the scheme's name (`{{ v }}:`, and
- * `{{ v }}script:` too, which `java` would make `javascript:`). Text that ends a scheme's reading
- * (`/`, `?`, `=`…) settles it only where it prints whenever the value does: not inside a Liquid
- * block opened after the value, nor in another branch of the value's own (an untaken branch prints
- * none of it). The attribute's closing quote ends the reading (a branch holding it is refused as
- * unsettled). Text not read to its end within TAG_WINDOW may be more of a scheme: read so.
+ * `{{ v }}script:` too, which `java` would make `javascript:`). Read along every way the Liquid may
+ * print: a block opened after the value may print any branch or none, so text that ends a scheme
+ * (`/`, `?`, `=`…) in a branch ends only the rest of that branch; another branch of the value's own
+ * block never prints after it (skipped); text after the blocks close always does. A loop around the
+ * value inside the attribute prints its body's start after it again: read as a scheme's name. The
+ * attribute's closing quote ends the reading (a branch holding it is refused as unsettled); text not
+ * read to its end within TAG_WINDOW (or before markup read differently) is read as a scheme's name.
  */
-const schemeGoesOn = (source: string, masked: string, at: number, quote: string | null): boolean => {
-  const end = Math.min(masked.length, at + TAG_WINDOW);
-  // Blocks opened since the value: text inside them may not print.
+const schemeGoesOn = (source: string, masking: Masking, at: number, quote: string | null): boolean => {
+  const { masked, pieces } = masking;
+  // Past where readers would read the markup differently (a tag misread in a string, say), nothing is known.
+  const end = Math.min(masked.length, at + TAG_WINDOW, masking.unsettled);
+  // Blocks opened since the value; the branch being skipped (and blocks opened inside it).
   let depth = 0;
+  let skip: { nested: number; wholeBlock: boolean } | null = null;
   for (let i = at; i < end; ) {
     const ch = masked[i] as string;
+    if (ch === UNKNOWN && source.startsWith("{%", i) && rangeAt(pieces, i)?.begin === i) {
+      const role = blockRole(source, i);
+      if (role === "open") {
+        if (skip) skip.nested++;
+        else depth++;
+      } else if (role === "close" || role === "closeLoop") {
+        if (skip && skip.nested > 0) skip.nested--;
+        else if (depth > 0) {
+          depth--;
+          skip = null;
+        } else if (role === "closeLoop") return true;
+        else skip = null;
+      } else if (role === "branch" && !(skip && skip.nested > 0)) {
+        if (depth === 0) skip = { nested: 0, wholeBlock: true };
+        else if (skip && !skip.wholeBlock) skip = null;
+      }
+    }
+    if (skip) {
+      i++;
+      continue;
+    }
     if (ch === ":") return true;
     if (ch === quote) return false;
-    if (ch === "\u0000" && source.startsWith("{%", i)) {
-      const role = blockRole(source, i);
-      if (role === "open") depth++;
-      else if (role === "close") depth = Math.max(0, depth - 1);
-      else if (role === "branch" && depth === 0) depth = 1;
-    }
     const unquotedEnd = quote === null && (ch === ">" || /[\t\n\f\r ]/.test(ch));
     if (SCHEME_OR_SKIPPED.test(ch) && !unquotedEnd) {
       i++;
@@ -57,8 +77,10 @@ const schemeGoesOn = (source: string, masked: string, at: number, quote: string 
         continue;
       }
     }
-    // Text that ends the scheme (or, unquoted, the attribute), where it certainly prints.
+    // Text that ends the scheme (or, unquoted, the attribute): where it always prints, the reading
+    // ends; in a block opened after the value, the rest of its branch is read past.
     if (depth === 0) return false;
+    skip = { nested: 0, wholeBlock: false };
     i++;
   }
   return end < masked.length;
@@ -200,5 +222,5 @@ export const outputPlace = (source: string, begin: number): Place => {
   const known = cut === -1 ? sofar : sofar.slice(0, cut);
   if (/[:/?#]/.test(known.replace(SKIPPED, ""))) return { url: null, unquoted, alone, ...list };
   // The template's own colon after the value (past any more of a scheme) makes the value part of the scheme's name.
-  return { url: schemeGoesOn(source, masked, end, quoting === "quoted" ? scanned.state : null) ? "beforeColon" : "open", unquoted, alone, ...list };
+  return { url: schemeGoesOn(source, masking, end, quoting === "quoted" ? scanned.state : null) ? "beforeColon" : "open", unquoted, alone, ...list };
 };
