@@ -167,6 +167,11 @@ describe("escaping by place in the markup", () => {
     for (const fake of ['{{ "{% endif %}" }}', '{% assign z = "{% endif %}" %}', "{% comment %}{% endif %}{% endcomment %}"]) {
       expect(at(`<a href="{{ subscriber.location }}{% if false %}${fake}/{% endif %}script:alert(1)">x</a>`, "java")).toMatch(/^<a href="#/);
     }
+    // A break or continue after the value jumps past the text after it, wherever it stands.
+    for (const cut of ["{% if true %}{% break %}{% endif %}", "{% if true %}{% continue %}{% endif %}", "{% liquid break %}"]) {
+      const template = `<a href="{% for i in (1..1) %}{{ subscriber.location }}${cut}/{% endfor %}script:alert(1)">x</a>`;
+      expect(at(template, "java")).toBe('<a href="#script:alert(1)">x</a>');
+    }
     // A loop around the value inside the attribute prints its body's start after the value again.
     const loop = '<a href="{% for i in (1..2) %}{% if forloop.first %}{% else %}script:{% endif %}{{ subscriber.location }}{% endfor %}">x</a>';
     expect(at(loop, "java")).toBe('<a href="#script:#">x</a>');

@@ -23,14 +23,17 @@ const tagName = (source: string, piece: Range) => /^\{%-?\s*(\w+)/.exec(source.s
 
 /**
  * What the tag starting at `at` does to whether the text after it prints: opens a block (whose body
- * may print or not), starts another branch or cuts a loop's body short (what follows in the block
- * may not print with what came before), ends a block (a loop: whose body begins again), or nothing.
+ * may print or not), starts another branch (what follows in the block does not print with what came
+ * before), cuts a loop's body short (`break`, `continue`: what prints next is past the loop, or its
+ * body's start), ends a block (a loop: whose body begins again), or nothing.
  */
-export const blockRole = (source: string, at: number): "open" | "branch" | "close" | "closeLoop" | undefined => {
+export const blockRole = (source: string, at: number): "open" | "branch" | "cut" | "close" | "closeLoop" | undefined => {
   const name = tagName(source, { begin: at, end: at });
   if (name === undefined) return undefined;
   if (OPENERS.has(name)) return "open";
-  if (SEPARATORS.has(name) || CUTS.has(name)) return "branch";
+  if (SEPARATORS.has(name)) return "branch";
+  // (A `{% liquid %}` tag's own lines may cut the loop too.)
+  if (CUTS.has(name) || (name === "liquid" && /\b(?:break|continue)\b/.test(source.slice(at, source.indexOf("%}", at) + 2)))) return "cut";
   if (name === "endfor" || name === "endtablerow") return "closeLoop";
   return CLOSERS.has(name) ? "close" : undefined;
 };

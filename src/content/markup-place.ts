@@ -27,7 +27,8 @@ const SCHEME_OR_SKIPPED = /[a-z0-9+.\-\u0000-\u0020\u007f]/i;
  * print: a block opened after the value may print any branch or none, so text that ends a scheme
  * (`/`, `?`, `=`…) in a branch ends only the rest of that branch; another branch of the value's own
  * block never prints after it (skipped); text after the blocks close always does. A loop around the
- * value inside the attribute prints its body's start after it again: read as a scheme's name. The
+ * value inside the attribute prints its body's start after it again, and a `break` or `continue`
+ * after the value jumps past text: both read as a scheme's name. The
  * attribute's closing quote ends the reading (a branch holding it is refused as unsettled); text not
  * read to its end within TAG_WINDOW (or before markup read differently) is read as a scheme's name.
  */
@@ -42,6 +43,8 @@ const schemeGoesOn = (source: string, masking: Masking, at: number, quote: strin
     const ch = masked[i] as string;
     if (ch === UNKNOWN && source.startsWith("{%", i) && rangeAt(pieces, i)?.begin === i) {
       const role = blockRole(source, i);
+      // What prints after a cut is past its loop, or the loop's start again: read as a scheme's name.
+      if (role === "cut") return true;
       if (role === "open") {
         if (skip) skip.nested++;
         else depth++;
