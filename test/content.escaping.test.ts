@@ -104,8 +104,9 @@ describe("escaping by place in the markup", () => {
       expect(at('<a href="{{ subscriber.name }}{{ subscriber.location }}">x</a>', location)).toBe('<a href="&lt;b&gt;Bob&lt;/b&gt;#">x</a>');
     }
     // What is not a new scheme prints as it is: web, mail and phone links, relative ones, a value
-    // after the template fixed the scheme, and anywhere that is not a URL attribute.
-    for (const location of ["https://example.com/a?b=c", "HTTP://x.example", "mailto:a@example.com", "tel:+331", "page.html", "/a:b", "?q=a:b", "#top"]) {
+    // after the template fixed the scheme, and anywhere that is not a URL attribute; text before its
+    // colon that starts with no letter is no scheme (a time, a date).
+    for (const location of ["https://example.com/a?b=c", "HTTP://x.example", "mailto:a@example.com", "tel:+331", "page.html", "/a:b", "?q=a:b", "#top", "10:30", "2026-12-01T10:30"]) {
       expect(at('<a href="{{ subscriber.location }}">x</a>', location)).toBe(`<a href="${location}">x</a>`);
     }
     // However the template puts text before the value: a branch not taken, a comment, an entity, no
@@ -167,6 +168,9 @@ describe("escaping by place in the markup", () => {
     for (const fake of ['{{ "{% endif %}" }}', '{% assign z = "{% endif %}" %}', "{% comment %}{% endif %}{% endcomment %}"]) {
       expect(at(`<a href="{{ subscriber.location }}{% if false %}${fake}/{% endif %}script:alert(1)">x</a>`, "java")).toMatch(/^<a href="#/);
     }
+    // After an earlier output, the template's own ? does not settle the scheme for a later value, but
+    // a time or a date there brings none.
+    expect(at('<a href="{{ subscriber.name }}/events?day={{ subscriber.location }}">x</a>', "2026-12-01T10:30")).toBe('<a href="&lt;b&gt;Bob&lt;/b&gt;/events?day=2026-12-01T10:30">x</a>');
     // A break or continue after the value jumps past the text after it, wherever it stands.
     for (const cut of ["{% if true %}{% break %}{% endif %}", "{% if true %}{% continue %}{% endif %}", "{% liquid break %}"]) {
       const template = `<a href="{% for i in (1..1) %}{{ subscriber.location }}${cut}/{% endfor %}script:alert(1)">x</a>`;

@@ -193,6 +193,14 @@ describe("rendering by steps, for drawn templates and recipients", () => {
     }
   };
 
+  it("reports a part that renders too large the same way both ways, with its line", () => {
+    const pair = both({ subject: "S", preheader: '{{ unsubscribe_url | replace: "", ",! " | replace: "", " <>0<0" }}', html: null, text: null });
+    const person = { email: "a@example.com", name: null, tags: [], location: null, source: null };
+    const withSteps = outcome(() => renderMessage(pair.withSteps, person, URL));
+    expect(withSteps).toEqual(outcome(() => renderMessage(pair.without, person, URL)));
+    expect(withSteps).toEqual({ error: "the template renders to more than 1000 characters on line 1" });
+  });
+
   it("gives the same message or the same error both ways", () => {
     let compared = 0;
     let withSteps = 0;

@@ -35,12 +35,18 @@ function escapeName(this: FilterThis, value: unknown): string {
   return escapeAll.call(this, value).replace(NAME_BREAKERS, reference);
 }
 
-/** `text` unless it brings a scheme not known to be safe to the URL it is printed into. */
+/**
+ * `text` unless it brings a scheme not known to be safe to the URL it is printed into. Text before
+ * its colon that starts with a digit, `+`, `-` or `.` is no scheme (a scheme starts with a letter;
+ * `10:30`, `2026-12-01T10:30`), nor can text before it complete one into a dangerous scheme (every
+ * part of `javascript`, `data` or `vbscript` that ends one starts with a letter); a colon first can.
+ */
 const urlSafe = (text: string): string => {
   const squeezed = text.includes(":") ? text.replace(SKIPPED, "") : text;
   const end = squeezed.search(/[:/?#]/);
   if (end === -1 || squeezed[end] !== ":") return text;
-  return SAFE_SCHEMES.has(squeezed.slice(0, end).toLowerCase()) ? text : "#";
+  const scheme = squeezed.slice(0, end).toLowerCase();
+  return SAFE_SCHEMES.has(scheme) || /^[0-9+.-]/.test(scheme) ? text : "#";
 };
 
 function escapeUrl(this: FilterThis, value: unknown): string {

@@ -1,5 +1,5 @@
 import { type Context, type FilterImplOptions, Output, type Template, TokenKind, TypeGuards, toValue, toValueSync, Value } from "liquidjs";
-import { type Engine, HTML_OWN_FILTERS, OutputTooLarge, renderContext, renderIn, ServiceBlockTag, stringify, writeBlock } from "./engine";
+import { type Engine, HTML_OWN_FILTERS, renderContext, renderIn, ServiceBlockTag, stringify, writeBlock } from "./engine";
 import { type AddressFooter, type BlockName, CommentState, linksAt, withoutRedundantFooter, withoutShownFooterAt } from "./layout";
 
 // Most campaign templates are text and outputs only, no tags. Such a part is rendered from a flat
@@ -169,16 +169,16 @@ export class MessageRenderer {
       this.forget();
       return link ? this.withoutShownFooter(out, link) : out;
     }
-    let out: string;
+    let out: string | undefined;
     try {
       out = this.run(part.steps, link);
     } catch {
-      // The same part through liquidjs's renderer fails the same way, with the error's line.
-      const again = renderIn(this.ctx, part.templates, maxChars);
-      return link ? this.withoutShownFooter(again, link) : again;
+      out = undefined;
     }
-    if (out.length > maxChars) throw new OutputTooLarge(maxChars);
-    return out;
+    if (out !== undefined && out.length <= maxChars) return out;
+    // The same part through liquidjs's renderer fails the same way (too large included), with the line of the error.
+    const again = renderIn(this.ctx, part.templates, maxChars);
+    return link ? this.withoutShownFooter(again, link) : again;
   }
 
   private withoutShownFooter(out: string, link: FooterLink): string {
