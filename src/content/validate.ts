@@ -1,5 +1,6 @@
 import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
 import { type Engine, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
+import { lineOf as lineAt } from "./liquid-mask";
 import { LIQUID } from "./liquid-syntax";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
@@ -159,8 +160,7 @@ const unclosedOpeners = (field: TemplateField, source: string): TemplateError | 
     for (let at = source.indexOf(open, from); at >= 0; at = source.indexOf(open, at + 1)) {
       if (first < 0) first = at;
       if (++count > MAX_UNCLOSED) {
-        const line = source.slice(0, first).split(/\r\n|\r|\n/).length;
-        return new TemplateError(field, `more than ${MAX_UNCLOSED} "${open}" are never closed (no "${close}" after them), the first on line ${line}`);
+        return new TemplateError(field, `more than ${MAX_UNCLOSED} "${open}" are never closed (no "${close}" after them), the first on line ${lineAt(source, first)}`);
       }
     }
   }
