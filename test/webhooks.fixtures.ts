@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
 import { handleWebhookBatch } from "../src/webhooks/consumer";
+import { newId } from "../src/lib/ids";
 import { WEBHOOK_QUEUE } from "../src/webhooks/messages";
 import { CapturedQueue, type Tenant } from "./send.fixtures";
 
@@ -33,8 +34,10 @@ export const createEndpoint = async (t: Tenant, body: Record<string, unknown> = 
 
 /** An event row written straight to D1, as if a change had just committed (nothing dispatched). */
 export const seedEvent = async (workspaceId: string, options: { id?: string; createdAt?: number; type?: string } = {}) => {
-  const id = options.id ?? `evt_${crypto.randomUUID().replace(/-/g, "")}`;
   const createdAt = options.createdAt ?? Date.now();
+  // Made as the service makes them (a ULID of the write's time): the sweeper purges by id range, so an
+  // id of another shape could sort below the retention floor and vanish.
+  const id = options.id ?? newId("event", createdAt);
   // Any resource the serializers know will do: a snapshot of an endpoint row, as json_object() writes it.
   await env.DB.prepare(
     `INSERT INTO events (id, workspace_id, type, resource, resource_id, snapshot, created_at, dispatched_at)
