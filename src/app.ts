@@ -96,6 +96,7 @@ export const createApp = () => {
     path: "/openapi.json",
     tags: ["Utility"],
     summary: "This OpenAPI document",
+    description: "The machine-readable contract of this service (OpenAPI 3.1), as the routes themselves validate: generate a client from it, or read it at /docs.",
     operationId: "openapi",
     security: [],
     responses: {

@@ -71,7 +71,7 @@ describe("GET /u/{token}", () => {
     expectPageHeaders(res);
     expectSelfContained(res.text);
     expect(res.text).toContain("The Weekly Byte");
-    expect(res.text).toContain('<span class="address">a***@<wbr>example.com</span>');
+    expect(res.text).toContain('<bdi class="address">a***@<wbr>example.com</bdi>');
     expect(res.text).not.toContain("ada.lovelace");
     expect(res.text.match(/<button/g)).toHaveLength(1);
     expect(res.text).toContain(`action="/u/${r.token}"`);
@@ -88,7 +88,7 @@ describe("GET /u/{token}", () => {
     const style = res.text.match(/<style>([\s\S]*)<\/style>/)?.[1] ?? "";
     expect(style).toMatch(/main\{[^}]*min-width:0;[^}]*overflow-wrap:anywhere/);
     expect(style).not.toContain("break-all");
-    expect(res.text).toMatch(/<span class="address">a\*\*\*@<wbr>[^<]+<\/span>/);
+    expect(res.text).toMatch(/<bdi class="address">a\*\*\*@<wbr>[^<]+<\/bdi>/);
   });
 
   it("escapes what it shows", async () => {
@@ -97,6 +97,19 @@ describe("GET /u/{token}", () => {
     const res = await page("GET", `/u/${r.token}`);
     expect(res.text).toContain("&lt;img src=x onerror=alert(1)&gt; &amp; &quot;News&quot;");
     expect(res.text).not.toContain("<img");
+  });
+
+  it("isolates the name: a right-to-left override in it turns only the name, not the sentence after it", async () => {
+    const t = await tenant();
+    const name = "Weekly\u202E Byte";
+    const r = await recipient(t, { newsletterName: name });
+    for (const res of [await page("GET", `/u/${r.token}`), await oneClick(r.token)]) {
+      // Everywhere the name shows, it stands in an isolate of its own, closed before the page's words go on.
+      const text = res.text.replace(/<title>[^<]*<\/title>/, "");
+      expect(text.split(name).length - 1).toBe(text.split(`<bdi>${name}</bdi>`).length - 1);
+      expect(text).toContain(`<bdi>${name}</bdi>`);
+      expect(res.text.match(/<title>([^<]*)<\/title>/)?.[1]).toMatch(new RegExp(`\u2068${name}\u2069$`));
+    }
   });
 });
 

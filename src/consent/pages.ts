@@ -12,14 +12,23 @@ const maskEmail = (email: string) => {
 };
 
 /**
+ * The sender's own words (the newsletter's name, the address) isolated from the page's text around
+ * them: a right-to-left name or one holding a direction override (U+202E) then changes only itself,
+ * never the sentence it stands in. `<bdi>` in the body; the title, which is plain text, gets the
+ * Unicode isolates FSI … PDI.
+ */
+const nameHtml = (name: string) => `<bdi>${escapeHtml(name)}</bdi>`;
+const isolated = (name: string) => `\u2068${name}\u2069`;
+
+/**
  * The masked address as the pages show it: a line may break after its `@` (`<wbr>`), and within the
- * domain only when the domain alone is wider than the line.
+ * domain only when the domain alone is wider than the line; isolated as the name is.
  */
 const maskedAddress = (email: string) => {
   const masked = maskEmail(email);
   const at = masked.indexOf("@");
   const html = at === -1 ? escapeHtml(masked) : `${escapeHtml(masked.slice(0, at + 1))}<wbr>${escapeHtml(masked.slice(at + 1))}`;
-  return `<span class="address">${html}</span>`;
+  return `<bdi class="address">${html}</bdi>`;
 };
 
 const STYLE = `
@@ -87,7 +96,7 @@ const oneClickForm = (action: string, label: string, secondary = false) => butto
 
 const heading = (newsletterName: string, title: string, icon: string) =>
   `<div class="badge" aria-hidden="true">${icon}</div>
-<p class="eyebrow">${escapeHtml(newsletterName)}</p>
+<p class="eyebrow">${nameHtml(newsletterName)}</p>
 <h1>${escapeHtml(title)}</h1>`;
 
 /**
@@ -97,9 +106,9 @@ const heading = (newsletterName: string, title: string, icon: string) =>
 export const confirmPage = ({ newsletterName, email, token }: Subject, canComeBack: boolean): Page =>
   layout(
     200,
-    `Unsubscribe from ${newsletterName}`,
+    `Unsubscribe from ${isolated(newsletterName)}`,
     `${heading(newsletterName, "Unsubscribe from this newsletter?", "✉️")}
-<p>You will stop receiving <strong>${escapeHtml(newsletterName)}</strong>, and every other newsletter from the same sender, at ${maskedAddress(email)}.</p>
+<p>You will stop receiving <strong>${nameHtml(newsletterName)}</strong>, and every other newsletter from the same sender, at ${maskedAddress(email)}.</p>
 ${oneClickForm(`/u/${token}`, "Unsubscribe")}
 ${canComeBack ? '<p class="note">Changed your mind later? You can subscribe again from this page.</p>' : ""}`,
   );
@@ -108,7 +117,7 @@ ${canComeBack ? '<p class="note">Changed your mind later? You can subscribe agai
 export const sampleLinkPage = (newsletterName: string): Page =>
   layout(
     200,
-    `Unsubscribe from ${newsletterName}`,
+    `Unsubscribe from ${isolated(newsletterName)}`,
     `${heading(newsletterName, "This is a test link", "ⓘ")}
 <p>It comes from a preview or a test send, made for a sample subscriber. In the real message, this page lets the recipient unsubscribe in one click.</p>
 <p class="note">Nothing was changed.</p>`,
@@ -118,9 +127,9 @@ export const sampleLinkPage = (newsletterName: string): Page =>
 export const unsubscribedPage = ({ newsletterName, email, token }: Subject, canResubscribe: boolean): Page =>
   layout(
     200,
-    `Unsubscribed from ${newsletterName}`,
+    `Unsubscribed from ${isolated(newsletterName)}`,
     `${heading(newsletterName, "You’re unsubscribed", "✓")}
-<p class="done">${maskedAddress(email)} will no longer receive ${escapeHtml(newsletterName)}, nor any other newsletter from the same sender.</p>
+<p class="done">${maskedAddress(email)} will no longer receive ${nameHtml(newsletterName)}, nor any other newsletter from the same sender.</p>
 ${
   canResubscribe
     ? `<p>Unsubscribed by mistake?</p>${oneClickForm(`/u/${token}/resubscribe`, "Subscribe again", true)}`
@@ -133,20 +142,20 @@ ${
 export const resubscribedPage = ({ newsletterName, email }: Subject, again: boolean): Page =>
   layout(
     200,
-    `Subscribed to ${newsletterName}`,
+    `Subscribed to ${isolated(newsletterName)}`,
     again
       ? `${heading(newsletterName, "You’re subscribed again", "✓")}
-<p class="done">${maskedAddress(email)} will receive ${escapeHtml(newsletterName)} again, and the sender’s other newsletters.</p>
+<p class="done">${maskedAddress(email)} will receive ${nameHtml(newsletterName)} again, and the sender’s other newsletters.</p>
 <p class="note">Every message keeps an unsubscribe link at the bottom.</p>`
       : `${heading(newsletterName, "You’re subscribed", "✓")}
-<p class="done">${maskedAddress(email)} is subscribed to ${escapeHtml(newsletterName)}; nothing needed to change.</p>
+<p class="done">${maskedAddress(email)} is subscribed to ${nameHtml(newsletterName)}; nothing needed to change.</p>
 <p class="note">Every message keeps an unsubscribe link at the bottom.</p>`,
   );
 
 export const cannotResubscribePage = ({ newsletterName }: Subject): Page =>
   layout(
     409,
-    `Subscribe to ${newsletterName}`,
+    `Subscribe to ${isolated(newsletterName)}`,
     `${heading(newsletterName, "This link can’t subscribe you again", "ⓘ")}
 <p>Only an address that left through this link can come back through it. To subscribe again, sign up where you first did.</p>`,
   );
@@ -155,9 +164,9 @@ export const cannotResubscribePage = ({ newsletterName }: Subject): Page =>
 export const confirmSubscriptionPage = ({ newsletterName, email, token }: Subject): Page =>
   layout(
     200,
-    `Confirm your subscription to ${newsletterName}`,
+    `Confirm your subscription to ${isolated(newsletterName)}`,
     `${heading(newsletterName, "Confirm your subscription", "✉️")}
-<p>Press the button to receive <strong>${escapeHtml(newsletterName)}</strong> at ${maskedAddress(email)}.</p>
+<p>Press the button to receive <strong>${nameHtml(newsletterName)}</strong> at ${maskedAddress(email)}.</p>
 ${buttonForm(`/c/${token}`, "Confirm subscription", CONFIRM)}
 <p class="note">Didn’t ask for this? Ignore it: nothing is sent until you confirm.</p>`,
   );
@@ -166,9 +175,9 @@ ${buttonForm(`/c/${token}`, "Confirm subscription", CONFIRM)}
 export const subscriptionConfirmedPage = ({ newsletterName, email }: Subject, now: boolean): Page =>
   layout(
     200,
-    `Subscribed to ${newsletterName}`,
+    `Subscribed to ${isolated(newsletterName)}`,
     `${heading(newsletterName, now ? "Your subscription is confirmed" : "You’re subscribed", "✓")}
-<p class="done">${maskedAddress(email)} ${now ? "will receive" : "already receives"} ${escapeHtml(newsletterName)}.</p>
+<p class="done">${maskedAddress(email)} ${now ? "will receive" : "already receives"} ${nameHtml(newsletterName)}.</p>
 <p class="note">Every message has an unsubscribe link at the bottom.</p>`,
   );
 
@@ -176,7 +185,7 @@ export const subscriptionConfirmedPage = ({ newsletterName, email }: Subject, no
 export const cannotConfirmPage = ({ newsletterName }: Subject): Page =>
   layout(
     409,
-    `Confirm your subscription to ${newsletterName}`,
+    `Confirm your subscription to ${isolated(newsletterName)}`,
     `${heading(newsletterName, "This link can’t confirm a subscription any more", "ⓘ")}
 <p>The address left this sender’s list after the link was sent. To subscribe again, sign up where you first did.</p>`,
   );

@@ -1,7 +1,7 @@
 import { createConfig, lintFromString, stringifyYaml } from "@redocly/openapi-core";
 import { expect, inject, it } from "vitest";
 
-it("the generated OpenAPI document passes Redocly's recommended ruleset (and tag, contact and license rules) with no errors, and only the warnings known to be harmless", async () => {
+it("the generated OpenAPI document passes Redocly's recommended ruleset (and the tag, contact, license and operation-description rules) with no errors, and only the warnings known to be harmless", async () => {
   const res = await fetch(`${inject("workerOrigin")}/openapi.json`);
   expect(res.status).toBe(200);
   const document = await res.json();
@@ -13,6 +13,7 @@ it("the generated OpenAPI document passes Redocly's recommended ruleset (and tag
       "tag-description": "error",
       "info-contact": "error",
       "info-license-strict": "error",
+      "operation-description": "error",
     },
   });
   const problems = await lintFromString({ source: stringifyYaml(document), absoluteRef: "openapi.yaml", config });
