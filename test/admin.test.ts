@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
-import { ADMIN_TOKEN, admin, call, createWorkspace, expectError } from "./helpers";
+import { ADMIN_TOKEN, admin, call, createWorkspace, dieAfterNextCommit, expectError } from "./helpers";
 
 describe("operator API", () => {
   it("requires the operator token", async () => {
@@ -172,5 +172,75 @@ describe("operator API: reading workspaces", () => {
     expectError(await admin("GET", "/admin/workspaces/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 404, "not_found", "workspace_id");
     expectError(await admin("GET", "/admin/workspaces?after=nope"), 400, "invalid_cursor", "after");
     expectError(await call("GET", "/admin/workspaces"), 401, "missing_credential");
+  });
+});
+
+describe("operator API: Idempotency-Key", () => {
+  const keyed = (path: string, key: string, body: unknown) => call("POST", path, { token: ADMIN_TOKEN, body, headers: { "Idempotency-Key": key } });
+  const rows = async (table: string) => (await env.DB.prepare(`SELECT count(*) AS n FROM ${table}`).first<{ n: number }>())!.n;
+
+  it("a retried workspace create replays the original 201 byte for byte and creates one workspace", async () => {
+    const before = await rows("workspaces");
+    const first = await keyed("/admin/workspaces", "op-ws-0001", { name: "Acme" });
+    expect(first.status, first.text).toBe(201);
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
+    const again = await keyed("/admin/workspaces", "op-ws-0001", { name: "Acme" });
+    expect(again.status).toBe(201);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await rows("workspaces")).toBe(before + 1);
+    // With /v1 it is the same request; another body under the key is another request.
+    expect((await keyed("/v1/admin/workspaces", "op-ws-0001", { name: "Acme" })).text).toBe(first.text);
+    expectError(await keyed("/admin/workspaces", "op-ws-0001", { name: "Other" }), 422, "idempotency_key_reused");
+    expectError(await keyed("/admin/credentials", "op-ws-0001", { mode: "test", workspace_ids: [first.body.data.id] }), 422, "idempotency_key_reused");
+    const short = await keyed("/admin/workspaces", "short", { name: "Acme" });
+    expectError(short, 400, "validation_failed");
+    expect(short.body.error.param).toBe("Idempotency-Key");
+    expect(await rows("workspaces")).toBe(before + 1);
+  });
+
+  it("a retried credential create gets the same token back, one credential exists, and no stored copy shows the token", async () => {
+    const workspace = await createWorkspace("Keyed");
+    const body = { mode: "live", workspace_ids: [workspace.id], name: "CI" };
+    const first = await keyed("/admin/credentials", "op-cred-0001", body);
+    expect(first.status, first.text).toBe(201);
+    const token = first.body.data.token as string;
+    const again = await keyed("/admin/credentials", "op-cred-0001", body);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect((await env.DB.prepare("SELECT count(*) AS n FROM credentials WHERE name = 'CI'").first<{ n: number }>())!.n).toBe(1);
+    // The token works; the key's record in D1 and its copy in KV are sealed: neither holds it.
+    expect((await call("GET", `/workspaces/${workspace.id}`, { token })).status).toBe(200);
+    const record = await env.DB.prepare("SELECT credential_id, response FROM idempotency_keys WHERE key = 'op-cred-0001'").first<{ credential_id: string; response: string }>();
+    expect(record!.credential_id).toMatch(/^operator:[0-9a-f]{16}$/);
+    expect(record!.response).not.toContain(token);
+    expect(record!.response).not.toContain(token.slice(-20));
+    const copies = await env.IDEMPOTENCY_KV.list({ prefix: `idempotency:${record!.credential_id}:` });
+    expect(copies.keys.length).toBeGreaterThan(0);
+    for (const { name } of copies.keys) expect(await env.IDEMPOTENCY_KV.get(name)).not.toContain(token.slice(-20));
+  });
+
+  it("a create that dies right after its commit replays from D1: the same workspace, the same credential token", async () => {
+    try {
+      const workspace = await createWorkspace("Crash");
+      const body = { mode: "test", workspace_ids: [workspace.id], name: "crash" };
+      dieAfterNextCommit();
+      expectError(await keyed("/admin/credentials", "op-crash-0001", body), 500, "internal_error");
+      vi.restoreAllMocks();
+      const retry = await keyed("/admin/credentials", "op-crash-0001", body);
+      expect(retry.status, retry.text).toBe(201);
+      expect(retry.headers.get("idempotent-replayed")).toBe("true");
+      expect((await env.DB.prepare("SELECT count(*) AS n FROM credentials WHERE name = 'crash'").first<{ n: number }>())!.n).toBe(1);
+      expect((await call("GET", `/workspaces/${workspace.id}`, { token: retry.body.data.token })).status).toBe(200);
+      dieAfterNextCommit();
+      expectError(await keyed("/admin/workspaces", "op-crash-0002", { name: "Once" }), 500, "internal_error");
+      vi.restoreAllMocks();
+      const ws = await keyed("/admin/workspaces", "op-crash-0002", { name: "Once" });
+      expect(ws.status, ws.text).toBe(201);
+      expect((await env.DB.prepare("SELECT count(*) AS n FROM workspaces WHERE name = 'Once'").first<{ n: number }>())!.n).toBe(1);
+      expect((await admin("GET", `/admin/workspaces/${ws.body.data.id}`)).text).toBe(ws.text);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });

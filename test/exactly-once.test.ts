@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type ApiResponse, expectError, tenant } from "./helpers";
+import { type ApiResponse, dieAfterNextCommit, expectError, tenant } from "./helpers";
 import { createCampaign, createNewsletter, type Tenant } from "./send.fixtures";
 
 // A request that dies the instant its write commits (the batch is in D1, nothing after it ran: no
@@ -14,26 +14,6 @@ afterEach(() => {
 
 const count = async (table: string, workspaceId: string) =>
   (await env.DB.prepare(`select count(*) as n from ${table} where workspace_id = ?`).bind(workspaceId).first<{ n: number }>())!.n;
-
-/**
- * The next D1 batch commits, then the request dies before anything else happens: from then on every
- * D1 call it makes fails, as nothing of a dead isolate runs.
- */
-const dieAfterNextCommit = () => {
-  const batch = env.DB.batch.bind(env.DB);
-  const dead = () => {
-    throw new Error("the isolate is gone");
-  };
-  const spy = vi.spyOn(env.DB, "batch").mockImplementationOnce(async (statements) => {
-    await batch(statements);
-    vi.spyOn(env.DB, "prepare").mockImplementation(dead);
-    vi.spyOn(env.DB, "batch").mockImplementation(dead);
-    throw new Error("the isolate died right after the commit");
-  });
-  vi.spyOn(console, "error").mockImplementation(() => {});
-  const kvPut = vi.spyOn(env.IDEMPOTENCY_KV, "put");
-  return { spy, kvPut };
-};
 
 const keyed = (key: string, body: unknown) => ({ headers: { "Idempotency-Key": key }, body });
 

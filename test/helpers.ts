@@ -1,6 +1,6 @@
 import { createExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import { createApp } from "../src/app";
 import { departureFromDocument } from "./openapi/conformance";
 
@@ -118,4 +118,24 @@ export const until = async (check: () => boolean | Promise<boolean>, timeoutMs =
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+};
+
+/**
+ * The next D1 batch commits, then the request dies before anything else happens: from then on every
+ * D1 call it makes fails, as nothing of a dead isolate runs.
+ */
+export const dieAfterNextCommit = () => {
+  const batch = env.DB.batch.bind(env.DB);
+  const dead = () => {
+    throw new Error("the isolate is gone");
+  };
+  const spy = vi.spyOn(env.DB, "batch").mockImplementationOnce(async (statements) => {
+    await batch(statements);
+    vi.spyOn(env.DB, "prepare").mockImplementation(dead);
+    vi.spyOn(env.DB, "batch").mockImplementation(dead);
+    throw new Error("the isolate died right after the commit");
+  });
+  vi.spyOn(console, "error").mockImplementation(() => {});
+  const kvPut = vi.spyOn(env.IDEMPOTENCY_KV, "put");
+  return { spy, kvPut };
 };

@@ -1,4 +1,5 @@
 import { createMiddleware } from "hono/factory";
+import { commit } from "../db/commit";
 import { tombstoneCredential } from "../credentials/credential-cache";
 import { findCredential, insertCredential, listCredentialsPage, revokeCredential } from "../credentials/credentials.repository";
 import { hashToken, issueToken } from "../credentials/tokens";
@@ -43,8 +44,10 @@ export const adminRouter = createRouter()
   .openapi(createWorkspaceRoute, async (c) => {
     const { name } = c.req.valid("json");
     const now = Date.now();
-    const row = await insertWorkspace(c.var.db, { id: newId("workspace", now), name, createdAt: now });
-    return c.json(envelope(serializeWorkspace(row)), 201);
+    const row = { id: newId("workspace", now), name, createdAt: now };
+    const answer = envelope(serializeWorkspace(row));
+    await commit(c, [insertWorkspace(c.var.db, row)], { status: 201, body: answer, always: true });
+    return c.json(answer, 201);
   })
   .openapi(createCredentialRoute, async (c) => {
     const body = c.req.valid("json");
@@ -66,8 +69,10 @@ export const adminRouter = createRouter()
       workspaceIds,
       createdAt: now,
     };
-    await insertCredential(c.var.db, credential);
-    return c.json(envelope(serializeCredentialWithToken({ ...credential, revokedAt: null }, token)), 201);
+    const answer = envelope(serializeCredentialWithToken({ ...credential, revokedAt: null }, token));
+    // The token is in this answer only; a key's record of it is sealed (operatorIdempotency).
+    await commit(c, insertCredential(c.var.db, credential), { status: 201, body: answer, always: true });
+    return c.json(answer, 201);
   })
   .openapi(listWorkspacesRoute, async (c) => {
     const { limit, after } = c.req.valid("query");

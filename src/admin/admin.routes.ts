@@ -1,5 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
-import { errorResponse, operatorErrorResponses, operatorWriteErrorResponses, requestIdHeader } from "../errors/openapi";
+import { errorResponse, operatorErrorResponses, operatorWriteErrorResponses, replayedHeader, requestIdHeader } from "../errors/openapi";
+import { IdempotencyHeaders, operatorIdempotency } from "../middleware/idempotency";
 import { operationIdOf, routeName } from "../lib/route";
 import { dataEnvelope, pageEnvelope } from "../lib/schemas";
 import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
@@ -20,18 +21,18 @@ const description = "Operator API: `Authorization: Bearer <ADMIN_TOKEN>`. Answer
 export const createWorkspaceRoute = createRoute({
   method: "post",
   path: "/admin/workspaces",
-  middleware: [routeName("post", "/admin/workspaces")] as const,
+  middleware: [routeName("post", "/admin/workspaces"), operatorIdempotency] as const,
   tags: ["Operator"],
   summary: "Create a workspace",
   operationId: operationIdOf("Create a workspace"),
   description,
   security,
-  request: { body: { required: true, content: { "application/json": { schema: CreateWorkspaceBody } } } },
+  request: { headers: IdempotencyHeaders, body: { required: true, content: { "application/json": { schema: CreateWorkspaceBody } } } },
   responses: {
     ...operatorWriteErrorResponses,
     201: {
       description: "The workspace",
-      headers: requestIdHeader,
+      headers: { ...requestIdHeader, ...replayedHeader },
       content: { "application/json": { schema: dataEnvelope(WorkspaceSchema) } },
     },
   },
@@ -40,19 +41,19 @@ export const createWorkspaceRoute = createRoute({
 export const createCredentialRoute = createRoute({
   method: "post",
   path: "/admin/credentials",
-  middleware: [routeName("post", "/admin/credentials")] as const,
+  middleware: [routeName("post", "/admin/credentials"), operatorIdempotency] as const,
   tags: ["Operator"],
   summary: "Create a credential",
   operationId: operationIdOf("Create a credential"),
   description: `${description} The token is in this response only; store it.`,
   security,
-  request: { body: { required: true, content: { "application/json": { schema: CreateCredentialBody } } } },
+  request: { headers: IdempotencyHeaders, body: { required: true, content: { "application/json": { schema: CreateCredentialBody } } } },
   responses: {
     ...operatorWriteErrorResponses,
     400: errorResponse(["validation_failed", "invalid_json", "resource_missing"]),
     201: {
       description: "The credential and its token",
-      headers: requestIdHeader,
+      headers: { ...requestIdHeader, ...replayedHeader },
       content: { "application/json": { schema: dataEnvelope(CredentialWithTokenSchema) } },
     },
   },

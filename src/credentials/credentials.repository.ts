@@ -62,14 +62,15 @@ type NewCredential = {
 };
 
 /** One atomic batch: the credential and its workspace grants. */
-export const insertCredential = async (db: Db, credential: NewCredential): Promise<void> => {
+/** The inserts of a new credential and its grants, for the write's batch. */
+export const insertCredential = (db: Db, credential: NewCredential) => {
   const { workspaceIds, ...row } = credential;
-  await db.batch([
+  return [
     db.insert(credentials).values(row),
     ...chunk(workspaceIds, 40).map((ids) =>
       db.insert(credentialWorkspaces).values(ids.map((workspaceId) => ({ credentialId: row.id, workspaceId }))),
     ),
-  ]);
+  ] as const;
 };
 
 /** Sets revoked_at once (revoking again keeps the first instant) and reads the row back, in one batch. */

@@ -15,18 +15,19 @@ import type { CompositeKind, ResourceKind } from "../idempotency/resources";
 import { undispatchedIn } from "../events/event-statement";
 import { enqueueDispatch } from "../events/outbox";
 import { type CommitEvent, writeEvents } from "../events/write-events";
-import { replayResponse, type StoredResponse } from "../idempotency/stored-response";
+import { opened, replayResponse, type SealedResponse, type StoredResponse, storable } from "../idempotency/stored-response";
 import type { AppEnv } from "../lib/types";
 
 /**
  * What a write answers when it applies: the resource row `id` of `resource` (snapshotted in the
- * batch, replayed through its serializer), a body computed before it (only for a request with no
- * statements: nothing then decides whether it applied), or a `composite` answer about many rows
+ * batch, replayed through its serializer), a body computed before it (for a request with no
+ * statements, or whose statements `always` apply: plain inserts; nothing then decides whether it
+ * applied), or a `composite` answer about many rows
  * (`elements`: SQL for the JSON it renders from, snapshotted in the batch; such a write always applies).
  */
 type Answer =
   | { status: 200 | 201 | 202; resource: ResourceKind; id: string }
-  | { status: 200 | 201 | 202; body: unknown }
+  | { status: 200 | 201 | 202; body: unknown; always?: true }
   | { status: 200 | 201 | 202; composite: CompositeKind; elements: SQL };
 
 /**
@@ -56,7 +57,9 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
   const list = options.events ?? [];
   // A body answer has no statement to decide whether it applied: it is for a request that writes
   // nothing but its answer (a test send), whose record is written unconditionally.
-  if ("body" in answer && statements.length > 0) throw new Error("commit: a body answer is for a request with no statements");
+  if ("body" in answer && statements.length > 0 && !answer.always) throw new Error("commit: a body answer is for statements that always apply");
+  // A sealed scope's records are rendered answers: a snapshot is built in SQL, where nothing seals it.
+  if (request?.sealer && !("body" in answer)) throw new Error("commit: a sealed scope records body answers only");
   if (!request && list.length === 0) {
     if (statements.length === 0) return [] as unknown as BatchResponse<T>;
     return (await db.batch(statements as unknown as [BatchItem<"sqlite">])) as unknown as BatchResponse<T>;
@@ -71,7 +74,7 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
       ? [snapshotRecord(db, request, now, answer, events?.applied)]
       : "composite" in answer
         ? [compositeRecord(db, request, now, answer)]
-        : [renderedRecord(db, request, now, { status: answer.status, body: JSON.stringify(answer.body) } satisfies StoredResponse)];
+        : [renderedRecord(db, request, now, await storable({ status: answer.status, body: JSON.stringify(answer.body) }, request.sealer))];
   const batch = [...head, ...statements, ...(events?.after ?? []), ...record, ...(events?.clear ?? [])];
   let results: unknown[];
   try {
@@ -79,7 +82,7 @@ export const commit = async <T extends BatchItem<"sqlite">[]>(
   } catch (err) {
     const existing = request ? await findLiveRecord(db, request, Date.now()) : undefined;
     if (!request || !existing) throw err;
-    throw answeredBefore(request, existing);
+    throw await answeredBefore(request, existing);
   }
   // A statement's result: rows when it returns them (an event), else its meta.
   const changed = (i: number) => {
@@ -119,13 +122,13 @@ export const writeExplained = async <R>(attempt: () => Promise<R | typeof AGAIN>
 };
 
 /** The request is answered by the key's record: replayed if it is the same request, else 422. */
-export const answeredBefore = (request: IdempotentRequest, record: IdempotencyRecord): Error => {
+export const answeredBefore = async (request: IdempotentRequest, record: IdempotencyRecord): Promise<Error> => {
   if (record.fingerprint !== request.fingerprint) {
     request.state = "rejected";
     return keyReused();
   }
   request.state = "replayed";
-  return new ReplayInstead(replayResponse(JSON.parse(record.response) as StoredResponse));
+  return new ReplayInstead(replayResponse(await opened(JSON.parse(record.response) as StoredResponse | SealedResponse, request.sealer)));
 };
 
 export const keyReused = () =>

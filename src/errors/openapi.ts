@@ -106,4 +106,5 @@ export const operatorErrorResponses = {
   500: common[500],
   503: common[503],
 } as const;
-export const operatorWriteErrorResponses = { ...operatorErrorResponses, ...body, 400: json("validation_failed, invalid_json") };
+/** An operator create: a body, and an Idempotency-Key (its scope is the operator token). */
+export const operatorWriteErrorResponses = { ...operatorErrorResponses, ...writes, 400: json("validation_failed, invalid_json") };

@@ -2,7 +2,8 @@ import { and, eq, gt, type SQL, sql, type Table } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { idempotencyKeys } from "../db/schema";
 import { type CompositeKind, resources, type ResourceKind, snapshotJson } from "./resources";
-import type { StoredResponse } from "./stored-response";
+import type { Sealer } from "./sealed";
+import type { SealedResponse, StoredResponse } from "./stored-response";
 
 // The Idempotency-Key record of a request: what `commit` writes in the request's own batch, what the
 // middleware writes for an answer that wrote nothing, and how both are found again.
@@ -11,6 +12,7 @@ import type { StoredResponse } from "./stored-response";
 export const IDEMPOTENCY_TTL_SECONDS = 86_400;
 
 export type IdempotentRequest = {
+  /** The key's scope: the credential's id (or the operator's scope, src/admin). */
   credentialId: string;
   key: string;
   /** SHA-256 over method, path without /v1, and the body's SHA-256. */
@@ -20,6 +22,8 @@ export type IdempotentRequest = {
    * `replayed` (another request's record answered it) or `rejected` (the key belongs to another request).
    */
   state: "pending" | "committed" | "replayed" | "rejected";
+  /** For a scope whose answers carry secrets: every answer it stores is sealed with this (sealed.ts). */
+  sealer?: Sealer;
 };
 
 export type IdempotencyRecord = typeof idempotencyKeys.$inferSelect;
@@ -81,14 +85,14 @@ export const compositeRecord = (db: Db, request: IdempotentRequest, now: number,
 };
 
 /** The record of an answer known before the batch (no resource row to snapshot). */
-export const renderedRecord = (db: Db, request: IdempotentRequest, now: number, stored: StoredResponse) =>
+export const renderedRecord = (db: Db, request: IdempotentRequest, now: number, stored: StoredResponse | SealedResponse) =>
   db.insert(idempotencyKeys).values({ ...recordFields(request, now), response: JSON.stringify(stored) });
 
 /**
  * Records an answer that wrote nothing (an error, say), unless the key already has a record, which
  * then stands: undefined means recorded, otherwise the record that was there first.
  */
-export const recordUnlessTaken = async (db: Db, request: IdempotentRequest, now: number, stored: StoredResponse) => {
+export const recordUnlessTaken = async (db: Db, request: IdempotentRequest, now: number, stored: StoredResponse | SealedResponse) => {
   const inserted = await renderedRecord(db, request, now, stored).onConflictDoNothing().returning({ key: idempotencyKeys.key });
   return inserted.length > 0 ? undefined : findLiveRecord(db, request, now);
 };

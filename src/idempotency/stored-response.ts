@@ -1,4 +1,5 @@
 import { type CompositeKind, renderComposite, type ResourceKind, renderResource, rowFromSnapshot } from "./resources";
+import type { Sealer } from "./sealed";
 
 /**
  * What an Idempotency-Key record replays. `rendered`: the exact status, headers and body of an answer
@@ -10,6 +11,20 @@ export type StoredResponse =
   | { status: number; headers?: Record<string, string>; body: string }
   | { status: number; resource: ResourceKind; row: Record<string, unknown> }
   | { status: number; composite: CompositeKind; elements: unknown[] };
+
+/** A stored answer of a sealed scope (sealed.ts): a StoredResponse's JSON, encrypted. */
+export type SealedResponse = { sealed: string };
+
+/** What a record or its KV copy holds, sealed under the request's sealer when it has one. */
+export const storable = async (stored: StoredResponse, sealer: Sealer | undefined): Promise<StoredResponse | SealedResponse> =>
+  sealer ? { sealed: await sealer.seal(JSON.stringify(stored)) } : stored;
+
+/** The answer a record holds, opened with the request's sealer when it was sealed. */
+export const opened = async (stored: StoredResponse | SealedResponse, sealer: Sealer | undefined): Promise<StoredResponse> => {
+  if (!("sealed" in stored)) return stored;
+  if (!sealer) throw new Error("a sealed idempotency record met a request without its sealer");
+  return JSON.parse(await sealer.open(stored.sealed)) as StoredResponse;
+};
 
 const JSON_HEADERS = { "content-type": "application/json" };
 

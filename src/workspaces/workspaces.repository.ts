@@ -28,10 +28,8 @@ export const listWorkspacesPage = (db: Db, after: string | undefined, take: numb
     .orderBy(desc(workspaces.id))
     .limit(take);
 
-export const insertWorkspace = async (db: Db, row: typeof workspaces.$inferInsert) => {
-  await db.insert(workspaces).values(row);
-  return row as typeof workspaces.$inferSelect;
-};
+/** The insert of a new workspace, for the write's batch. */
+export const insertWorkspace = (db: Db, row: typeof workspaces.$inferInsert) => db.insert(workspaces).values(row);
 
 export const existingWorkspaceIds = async (db: Db, ids: string[]): Promise<Set<string>> => {
   const found = new Set<string>();
