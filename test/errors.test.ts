@@ -175,7 +175,10 @@ describe("utility routes", () => {
     expect(create.responses["401"].headers).toHaveProperty("WWW-Authenticate");
     expect(create.responses["429"].headers).toHaveProperty("Retry-After");
     const operator = doc.paths["/admin/credentials"].post;
-    expect(Object.keys(operator.responses).sort()).toEqual(["201", "400", "401", "404", "413", "415", "500", "503"]);
+    // Its key's two errors too (the operator's creates take an Idempotency-Key), but no scope or rate limit.
+    expect(Object.keys(operator.responses).sort()).toEqual(["201", "400", "401", "404", "409", "413", "415", "422", "500", "503"]);
+    expect(operator.responses["201"].headers).toHaveProperty("Idempotent-Replayed");
+    expect(operator.parameters.map((p: { name: string }) => p.name)).toContain("Idempotency-Key");
     // Every operation that takes a body documents the body's own errors, writes or not.
     for (const op of operations.filter((o) => o.requestBody)) expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["413", "415"]));
   });
