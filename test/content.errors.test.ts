@@ -17,6 +17,26 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(rejection({ preheader: "{{ subscriber }}" }).message).toContain('unknown variable "subscriber" on line 1');
   });
 
+  it("refuses a variable named by another's value ([k]): no check could see what it reads", () => {
+    const e = rejection({ subject: '{% assign k = "subscriber" %}\n{{ [k].id }}' });
+    expect(e.param).toBe("subject");
+    expect(e.message).toContain('"[k]" on line 2 names a variable by the value of "k"');
+    // In every place a value goes: a condition, a filter's argument, a loop, a case, a {% liquid %} tag.
+    for (const html of [
+      '{% capture k %}_blocks{% endcapture %}{% if [ k ] %}x{% endif %}',
+      '{% assign k = "_blocks" %}{{ "a" | append: [k].footer_html }}',
+      '{% assign k = "subscriber" %}{% for x in [k] %}{{ x }}{% endfor %}',
+      '{% assign k = "subscriber" %}{% case [k] %}{% when 1 %}x{% endcase %}',
+      '{% assign k = "subscriber" %}{% liquid\necho [k]\n%}',
+      "{% for k in subscriber.tags %}{{ [k] }}{% endfor %}",
+    ]) {
+      expect(rejection({ html }).message, html).toMatch(/"\[k\]" on line \d+ names a variable by the value of "k"/);
+    }
+    // A name written out in quotes is checked as any other.
+    expect(() => validateCampaignContent(content({ html: '{{ ["subscriber"].email }} {{ subscriber["name"] }}' }))).not.toThrow();
+    expect(rejection({ html: '{{ ["subscriber"].id }}' }).message).toContain('unknown variable "subscriber.id"');
+  });
+
   it("names the line of a problem deep in a large template (positions found from the line starts, as liquidjs counts them)", () => {
     const lines = Array.from({ length: 5000 }, (_, i) => `<p>{{ subscriber.name }} ${i}</p>`);
     lines[4321] = "<p>{{ subscriber.nmae }}</p>";

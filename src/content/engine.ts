@@ -151,13 +151,22 @@ export const HTML_OWN_FILTERS: ReadonlySet<string> = new Set(["escape", "escape_
 export type BlockOffsets = Partial<Record<BlockName, number>>;
 
 /**
- * A block of the message being rendered (the scope's `_blocks`, set by renderMessage), written at
- * `offset` of its part's output, which is recorded (`_blockAt`) so the block can be taken out again.
+ * Where the scope of a message keeps the service's own blocks and their offsets: under symbols, which
+ * no Liquid lookup can name (a template reads strings only), so a template sees only its variables.
+ */
+export const BLOCKS = Symbol("service blocks");
+export const BLOCK_AT = Symbol("service block offsets");
+export type MessageScope = Record<string, unknown> & { [BLOCKS]?: ServiceBlocks; [BLOCK_AT]?: BlockOffsets };
+
+/**
+ * A block of the message being rendered (the scope's BLOCKS, set by renderMessage), written at
+ * `offset` of its part's output, which is recorded (BLOCK_AT) so the block can be taken out again.
  */
 export const writeBlock = (ctx: Context, name: BlockName, offset: number | undefined): string => {
-  const scope = ctx.environments as { _blocks?: ServiceBlocks; _blockAt?: BlockOffsets };
-  if (scope._blockAt && offset !== undefined) scope._blockAt[name] = offset;
-  return scope._blocks?.[name] ?? "";
+  const scope = ctx.environments as MessageScope;
+  const at = scope[BLOCK_AT];
+  if (at && offset !== undefined) at[name] = offset;
+  return scope[BLOCKS]?.[name] ?? "";
 };
 
 /** `{% service_block name %}`: where a block the service adds goes, written out as it is. */

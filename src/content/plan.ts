@@ -1,5 +1,5 @@
 import { type Context, type FilterImplOptions, Output, type Template, TokenKind, TypeGuards, toValue, toValueSync, Value } from "liquidjs";
-import { type Engine, HTML_OWN_FILTERS, renderContext, renderIn, ServiceBlockTag, stringify, writeBlock } from "./engine";
+import { BLOCK_AT, BLOCKS, type Engine, HTML_OWN_FILTERS, type MessageScope, renderContext, renderIn, ServiceBlockTag, stringify, writeBlock } from "./engine";
 import { type AddressFooter, type BlockName, CommentState, linksAt, withoutRedundantFooter, withoutShownFooterAt } from "./layout";
 
 // Most campaign templates are text and outputs only, no tags. Such a part is rendered from a flat
@@ -182,8 +182,8 @@ export class MessageRenderer {
   }
 
   private withoutShownFooter(out: string, link: FooterLink): string {
-    const scope = this.ctx.environments as { _blocks?: Record<BlockName, string>; _blockAt?: Partial<Record<BlockName, number>> };
-    return withoutRedundantFooter(out, scope._blocks?.[link.footer] ?? "", scope._blockAt?.[link.footer], link.url, link.footer === "footer_html", link.address);
+    const scope = this.ctx.environments as MessageScope;
+    return withoutRedundantFooter(out, scope[BLOCKS]?.[link.footer] ?? "", scope[BLOCK_AT]?.[link.footer], link.url, link.footer === "footer_html", link.address);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { type Template, TokenKind } from "liquidjs";
-import { type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, plainEngine, plainLayoutEngine, renderContext } from "./engine";
+import { BLOCK_AT, BLOCKS, type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, type MessageScope, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
 import { deriveTextTemplate, htmlToText, lineFeeds, loopsInOrderedList, NestedTooDeep, tidyText } from "./html-text";
 import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
@@ -148,8 +148,10 @@ const htmlProblem = <T>(read: () => T): T => {
  * recipient (over a size ceiling, say): saved templates passed the same checks with the sample.
  */
 export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, unsubscribeUrl: string): RenderedMessage => {
-  const scope: Record<string, unknown> = {
-    subscriber: recipient,
+  // Only what the contract names: the recipient's row may carry more (its id), which no template reads.
+  const { email, name, tags, location, source } = recipient;
+  const scope: MessageScope = {
+    subscriber: { email, name, tags, location, source },
     newsletter: { name: campaign.newsletter.name, address: campaign.newsletter.address },
     unsubscribe_url: unsubscribeUrl,
   };
@@ -165,8 +167,8 @@ export const renderMessage = (campaign: CompiledCampaign, recipient: Recipient, 
   const preheader = campaign.preheader ? part("preheader", () => oneLine(renderer.render(campaign.preheader as Part, MAX_RENDERED.preheader))) : "";
   const blocks = campaign.blocks(preheader, unsubscribeUrl);
   const at: BlockOffsets = {};
-  scope._blocks = blocks;
-  scope._blockAt = at;
+  scope[BLOCKS] = blocks;
+  scope[BLOCK_AT] = at;
   const htmlLink = campaign.htmlLinked ? { url: unsubscribeUrl, footer: "footer_html" as const, address: campaign.address?.html } : undefined;
   const html = campaign.html ? part("html", () => renderer.render(campaign.html as Part, MAX_RENDERED.html, htmlLink)) : null;
   const text = part("text", () => renderText(campaign.text, renderer, blocks, at, unsubscribeUrl, preheader || subject, campaign.address?.text));

@@ -138,9 +138,36 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
       unknown.push({ line, problem: new TemplateError(field, problem) });
     }
   }
+  unknown.push(...namesNotWrittenOut(field, source, Object.values(analysis.variables).flat()));
   const problems = [...unknown.sort((a, b) => a.line - b.line).map((u) => u.problem), ...loopProblems(field, templates)];
   if (problems.length > 0) return { problems };
   return { templates, globals: new Set(Object.keys(analysis.globals)) };
+};
+
+type AnalyzedVariable = { segments: readonly unknown[]; location: { row: number; col: number } };
+
+/**
+ * `[k]` where `k` is a variable (`{% assign k = "subscriber" %}{{ [k].id }}`) names a variable by a
+ * value known only when rendering, which no check can see: liquidjs's analysis reports it as `k`
+ * itself. Such a name is refused; a quoted one (`["subscriber"]`) is written out and checked as any.
+ */
+const namesNotWrittenOut = (field: TemplateField, source: string, variables: readonly AnalyzedVariable[]) => {
+  const found: { line: number; problem: TemplateError }[] = [];
+  let lineStarts: number[] | undefined;
+  for (const { segments, location } of variables) {
+    lineStarts ??= [0, ...[...source.matchAll(/\n/g)].map((m) => m.index + 1)];
+    const offset = (lineStarts[location.row - 1] ?? 0) + location.col - 1;
+    if (source[offset] !== "[" || /^\[\s*["']/.test(source.slice(offset, offset + 16))) continue;
+    const name = String(segments[0] ?? "");
+    found.push({
+      line: location.row,
+      problem: new TemplateError(
+        field,
+        `"[${name}]"${at(location.row)} names a variable by the value of "${name}"; write the variable's name out (known: ${variableList})`,
+      ),
+    });
+  }
+  return found;
 };
 
 /**
