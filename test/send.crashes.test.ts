@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { lookBeforeRequest, recordDeliveryResults, withdrawRequestNumber } from "../src/sending/deliveries.repository";
-import { FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE } from "../src/sending/fanout";
+import { FANOUT_RENDER_BUDGET, FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE } from "../src/sending/fanout";
 import { RESEND_KEY_LIFETIME_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
 import { loadOperationState } from "../src/sending/send.repository";
@@ -413,4 +413,26 @@ describe("two runners of one chunk (a queue message delivered twice)", () => {
     expect((await allDeliveries(h.t, op.campaignId)).map((d) => d.status)).toEqual(["sent", "sent"]);
     expect((await operationOf(h.t, op.id)).progress).toMatchObject({ delivered: 2 });
   });
+});
+
+describe("a fan-out that renders (the sandbox's)", () => {
+  it("hands the rest to the next message once its render budget is spent, mid-window: everyone once, nobody skipped", async () => {
+    const h = await harness("test");
+    const ids = await seedSubscribers(h.t.workspace.id, 60);
+    // About 1.15 MB of html and 1 MB of text a message: 50 of them are over the budget.
+    const html = `<p>{{ subscriber.email }}</p>{% for i in (1..100) %}<p>${"x".repeat(11_500)}</p>{% endfor %}`;
+    const text = `{{ subscriber.email }} {{ unsubscribe_url }}{% for i in (1..100) %}${"y".repeat(10_000)}{% endfor %}`;
+    expect(50 * 100 * (11_500 + 10_000)).toBeGreaterThan(FANOUT_RENDER_BUDGET);
+    const campaign = await createCampaign(h.t, { html, text });
+    const op = await send(h.t, campaign.id, {});
+    await h.step(); // start
+    await h.step(); // the first fan-out message: one slice of 50 spends the budget
+    expect((await operationOf(h.t, op.id)).progress.total).toBe(50);
+    expect((await operationOf(h.t, op.id)).status).toBe("running");
+    await h.drain();
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.map((d) => d.subscriber_id).sort()).toEqual([...ids].sort());
+    expect(deliveries.every((d) => d.status === "sent")).toBe(true);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 60, delivered: 60, failed: 0 } });
+  }, 60_000);
 });
