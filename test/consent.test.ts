@@ -99,16 +99,20 @@ describe("GET /u/{token}", () => {
     expect(res.text).not.toContain("<img");
   });
 
-  it("isolates the name: a right-to-left override in it turns only the name, not the sentence after it", async () => {
+  it("isolates the name: direction controls in it turn nothing after it, and a right-to-left name reads as written", async () => {
     const t = await tenant();
-    const name = "Weekly\u202E Byte";
-    const r = await recipient(t, { newsletterName: name });
+    // An override, a stray PDI before it (which would close the page's own isolate), an isolate never closed, a mark.
+    const r = await recipient(t, { newsletterName: "A\u2069\u202Ebc\u2067 \u200Fעברית" });
+    const shown = "Abc \u200Fעברית";
     for (const res of [await page("GET", `/u/${r.token}`), await oneClick(r.token)]) {
+      expect(res.text).not.toMatch(/[\u202A-\u202E\u2066\u2067]/);
       // Everywhere the name shows, it stands in an isolate of its own, closed before the page's words go on.
-      const text = res.text.replace(/<title>[^<]*<\/title>/, "");
-      expect(text.split(name).length - 1).toBe(text.split(`<bdi>${name}</bdi>`).length - 1);
-      expect(text).toContain(`<bdi>${name}</bdi>`);
-      expect(res.text.match(/<title>([^<]*)<\/title>/)?.[1]).toMatch(new RegExp(`\u2068${name}\u2069$`));
+      const body = res.text.replace(/<title>[^<]*<\/title>/, "");
+      expect(body).not.toContain("\u2069");
+      expect(body.split(shown).length - 1).toBe(body.split(`<bdi>${shown}</bdi>`).length - 1);
+      expect(body).toContain(`<bdi>${shown}</bdi>`);
+      // The title's isolate is the only one: FSI, the name, PDI.
+      expect(res.text.match(/<title>([^<]*)<\/title>/)?.[1]).toMatch(new RegExp(`\u2068${shown}\u2069$`));
     }
   });
 });

@@ -21,6 +21,10 @@ describe("template errors (400 validation_failed naming the field, the line and 
     const e = rejection({ subject: '{% assign k = "subscriber" %}\n{{ [k].id }}' });
     expect(e.param).toBe("subject");
     expect(e.message).toContain('"[k]" on line 2 names a variable by the value of "k"');
+    // Wherever its lines end: \r\n, or a lone \r.
+    for (const lineEnd of ["\r\n", "\r", "\n\r\r"]) {
+      expect(rejection({ html: `<p>\n{% assign k = "subscriber" %}${lineEnd}{{ [k].email }}` }).message).toMatch(/"\[k\]" on line \d names a variable/);
+    }
     // In every place a value goes: a condition, a filter's argument, a loop, a case, a {% liquid %} tag.
     for (const html of [
       '{% capture k %}_blocks{% endcapture %}{% if [ k ] %}x{% endif %}',

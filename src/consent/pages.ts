@@ -13,12 +13,16 @@ const maskEmail = (email: string) => {
 
 /**
  * The sender's own words (the newsletter's name, the address) isolated from the page's text around
- * them: a right-to-left name or one holding a direction override (U+202E) then changes only itself,
- * never the sentence it stands in. `<bdi>` in the body; the title, which is plain text, gets the
- * Unicode isolates FSI … PDI.
+ * them: a right-to-left name then changes only itself, never the sentence it stands in. `<bdi>` in
+ * the body; the title, which is plain text, gets the Unicode isolates FSI … PDI. The name's own
+ * explicit direction controls (embeddings, overrides, isolates: U+202A-U+202E, U+2066-U+2069) are
+ * left out: one unmatched (a stray PDI, an isolate never closed) would reach past any isolate the page
+ * puts around it. Marks (U+200E, U+200F), which open nothing, stay.
  */
-const nameHtml = (name: string) => `<bdi>${escapeHtml(name)}</bdi>`;
-const isolated = (name: string) => `\u2068${name}\u2069`;
+const DIRECTION_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
+const shownName = (name: string) => name.replace(DIRECTION_CONTROLS, "");
+const nameHtml = (name: string) => `<bdi>${escapeHtml(shownName(name))}</bdi>`;
+const isolated = (name: string) => `\u2068${shownName(name)}\u2069`;
 
 /**
  * The masked address as the pages show it: a line may break after its `@` (`<wbr>`), and within the

@@ -17,7 +17,7 @@ import type { BlockName, ServiceBlocks } from "./layout";
 // `\n`, `\r\n` or a lone `\r` (liquidjs counted only `\n`, so an old-Mac template was all line 1).
 let lineIndex: { input: string; starts: number[] } | undefined;
 const LINE_BREAK = /\r\n?|\n/g;
-const lineStarts = (input: string): number[] => {
+export const lineStarts = (input: string): number[] => {
   if (lineIndex?.input !== input) {
     const starts = [0];
     for (const m of input.matchAll(LINE_BREAK)) starts.push(m.index + m[0].length);

@@ -1,5 +1,5 @@
 import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
-import { type Engine, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
+import { type Engine, htmlEngine, lineStarts, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
 import { lineOf as lineAt } from "./liquid-mask";
 import { LIQUID } from "./liquid-syntax";
 
@@ -153,10 +153,9 @@ type AnalyzedVariable = { segments: readonly unknown[]; location: { row: number;
  */
 const namesNotWrittenOut = (field: TemplateField, source: string, variables: readonly AnalyzedVariable[]) => {
   const found: { line: number; problem: TemplateError }[] = [];
-  let lineStarts: number[] | undefined;
   for (const { segments, location } of variables) {
-    lineStarts ??= [0, ...[...source.matchAll(/\n/g)].map((m) => m.index + 1)];
-    const offset = (lineStarts[location.row - 1] ?? 0) + location.col - 1;
+    // Positions as the engine gives them (its line starts: `\n`, `\r\n` or a lone `\r` ends a line).
+    const offset = (lineStarts(source)[location.row - 1] ?? 0) + location.col - 1;
     if (source[offset] !== "[" || /^\[\s*["']/.test(source.slice(offset, offset + 16))) continue;
     const name = String(segments[0] ?? "");
     found.push({
