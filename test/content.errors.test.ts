@@ -36,6 +36,10 @@ describe("template errors (400 validation_failed naming the field, the line and 
     ]) {
       expect(rejection({ html }).message, html).toMatch(/"\[k\]" on line \d+ names a variable by the value of "k"/);
     }
+    // A loop's own object read past its properties is said to be that, not in the engine's words.
+    expect(rejection({ html: "{% for t in subscriber.tags %}{{ forloop.constructor }}{% endfor %}" }).message).toContain(
+      "reads a property that is not a value",
+    );
     // A name written out in quotes is checked as any other.
     expect(() => validateCampaignContent(content({ html: '{{ ["subscriber"].email }} {{ subscriber["name"] }}' }))).not.toThrow();
     expect(rejection({ html: '{{ ["subscriber"].id }}' }).message).toContain('unknown variable "subscriber.id"');

@@ -73,6 +73,8 @@ const problemOf = (err: unknown): string => {
   // The engine's own exceptions, in words a template's author can act on.
   if (cause instanceof RangeError && /call stack/i.test(message)) return "the template nests too deeply (tags, captures or parentheses inside one another)";
   if (cause instanceof URIError) return "url_decode was given malformed percent-encoding";
+  // A loop's own object (forloop, tablerowloop) read past its documented properties reaches code, not values.
+  if (cause instanceof TypeError && /^Class constructor /.test(message)) return "the template reads a property that is not a value (forloop and tablerowloop have index, first, last, length, …)";
   return message.replace(/, line:\d+, col:\d+$/, "");
 };
 
