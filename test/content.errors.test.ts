@@ -97,6 +97,28 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(rejection({ html: "{{ subscriber.name | raw }}" }).message).toContain("undefined filter: raw");
   });
 
+  it("refuses the filters that evaluate an expression hidden in a string (*_exp): the check could not see what they read, nor count their work", () => {
+    for (const field of ["subject", "preheader", "html", "text"] as const) {
+      for (const [filter, plain] of [
+        ["where_exp", "where"],
+        ["reject_exp", "reject"],
+        ["group_by_exp", "group_by"],
+        ["find_exp", "find"],
+        ["find_index_exp", "find_index"],
+        ["has_exp", "has"],
+      ]) {
+        // Hidden in the string: a misspelt variable, a name made of another's value, the whole subscriber.
+        const source = `x\n{{ subscriber.tags | ${filter}: "t", "subscriber.nmae == [k] or subscriber" | size }}`;
+        expect(rejection({ [field]: source })).toEqual({
+          param: field,
+          message: `${field}: the ${filter} filter is not supported: it evaluates an expression hidden in a string (use ${plain} with a property, or a for loop with an if) on line 2`,
+        });
+      }
+    }
+    // The same in sight is fine.
+    expect(() => validateCampaignContent(content({ text: '{{ subscriber.tags | where: "size", 3 | size }} {% for t in subscriber.tags %}{% if t == "vip" %}VIP{% endif %}{% endfor %}' }))).not.toThrow();
+  });
+
   it("rejects includes, renders and layouts", () => {
     expect(rejection({ html: '<p>a</p>{% include "footer" %}' }).message).toContain("{% include %} is not supported");
     expect(rejection({ text: '{% render "x" %}' }).message).toContain("{% render %} is not supported");

@@ -182,6 +182,14 @@ export class ServiceBlockTag extends Tag {
   }
 }
 
+/**
+ * Filters that evaluate a Liquid expression written in a string (`where_exp: "t", "t == 'vip'"`), per
+ * item, when rendering: what it reads is out of sight of the check on save, and its work out of the
+ * step count. Not supported (an unknown filter, refused on save); `where`, `find`, `has`,
+ * `group_by` with a property, or a `for` loop with an `if`, do the same in sight.
+ */
+export const EXPRESSION_FILTERS = ["where_exp", "reject_exp", "group_by_exp", "find_exp", "find_index_exp", "has_exp"] as const;
+
 const configure = (escapeOutputs: boolean) => {
   const liquid = new Liquid({
     outputEscape: escapeOutputs ? escapeOutput : undefined,
@@ -196,6 +204,7 @@ const configure = (escapeOutputs: boolean) => {
   for (const name of ["include", "render"]) liquid.registerTag(name, refusing(name, "a campaign template cannot include other templates"));
   for (const name of ["layout", "block"]) liquid.registerTag(name, refusing(name, "a campaign template cannot use layouts"));
   liquid.registerTag("capture", BoundedCaptureTag);
+  for (const name of EXPRESSION_FILTERS) delete liquid.filters[name];
   if (escapeOutputs) {
     // Outputs are escaped once already: `escape` must not escape them twice, and nothing un-escapes.
     delete liquid.filters.raw;

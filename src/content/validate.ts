@@ -1,5 +1,5 @@
 import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
-import { type Engine, htmlEngine, lineStarts, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
+import { type Engine, EXPRESSION_FILTERS, htmlEngine, lineStarts, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
 import { lineOf as lineAt } from "./liquid-mask";
 import { LIQUID } from "./liquid-syntax";
 
@@ -75,7 +75,11 @@ const problemOf = (err: unknown): string => {
   if (cause instanceof URIError) return "url_decode was given malformed percent-encoding";
   // A loop's own object (forloop, tablerowloop) read past its documented properties reaches code, not values.
   if (cause instanceof TypeError && /^Class constructor /.test(message)) return "the template reads a property that is not a value (forloop and tablerowloop have index, first, last, length, …)";
-  return message.replace(/, line:\d+, col:\d+$/, "");
+  const text = message.replace(/, line:\d+, col:\d+$/, "");
+  const filter = /^undefined filter: (\w+)$/.exec(text)?.[1];
+  return filter && (EXPRESSION_FILTERS as readonly string[]).includes(filter)
+    ? `the ${filter} filter is not supported: it evaluates an expression hidden in a string (use ${filter.replace(/_exp$/, "")} with a property, or a for loop with an if)`
+    : text;
 };
 
 const at = (line: number | undefined) => (line === undefined ? "" : ` on line ${line}`);
