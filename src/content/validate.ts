@@ -144,7 +144,8 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
       unknown.push({ line, problem: new TemplateError(field, problem) });
     }
   }
-  unknown.push(...namesNotWrittenOut(field, source, Object.values(analysis.variables).flat()));
+  const used = Object.values(analysis.variables).flat();
+  unknown.push(...namesNotWrittenOut(field, source, used), ...loopObjectMisreads(field, used));
   const problems = [...unknown.sort((a, b) => a.line - b.line).map((u) => u.problem), ...loopProblems(field, templates)];
   if (problems.length > 0) return { problems };
   return { templates, globals: new Set(Object.keys(analysis.globals)) };
@@ -174,6 +175,24 @@ const namesNotWrittenOut = (field: TemplateField, source: string, variables: rea
   }
   return found;
 };
+
+const FORLOOP = ["index", "index0", "rindex", "rindex0", "first", "last", "length", "name"];
+const LOOP_PROPERTIES: Record<string, readonly string[]> = {
+  forloop: FORLOOP,
+  tablerowloop: [...FORLOOP, "row", "col", "col0", "col_first", "col_last"],
+};
+
+/**
+ * A loop's own object read past its properties (`forloop.constructor`, `forloop.next`) reaches the
+ * engine's code, not a value: refused on save, even in a branch the sample would not take.
+ */
+const loopObjectMisreads = (field: TemplateField, variables: readonly AnalyzedVariable[]) =>
+  variables.flatMap(({ segments: [root, property], location }) => {
+    const known = typeof root === "string" && Object.hasOwn(LOOP_PROPERTIES, root) ? LOOP_PROPERTIES[root] : undefined;
+    if (!known || property === undefined || (typeof property === "string" && known.includes(property))) return [];
+    const name = `${root}.${String(property)}`;
+    return [{ line: location.row, problem: new TemplateError(field, `"${name}"${at(location.row)} is not a property of ${root} (it has ${known.join(", ")})`) }];
+  });
 
 /**
  * How many `{{` (or `{%`) may have no `}}` (`%}`) anywhere after them. A few are fine (in a raw block,
