@@ -1,4 +1,4 @@
-import { CaptureTag, Context, type Emitter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
+import { CaptureTag, Context, defaultOperators, type Emitter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
 import type { BlockName, ServiceBlocks } from "./layout";
 
 // Two Liquid engines, configured once per isolate: `html` escapes every output (a subscriber named
@@ -190,8 +190,62 @@ export class ServiceBlockTag extends Tag {
  */
 export const EXPRESSION_FILTERS = ["where_exp", "reject_exp", "group_by_exp", "find_exp", "find_index_exp", "has_exp"] as const;
 
+/**
+ * The work a filter or an operator does on its operands: one unit per array item it may go through
+ * (`has`, `sum`, `contains`, `==` between arrays walk them all, allocating nothing), one per 64
+ * characters of a string, as for a template's own text. Counted with the nodes' (countingWork), so a
+ * loop that scans a 100,000-item array in each pass stops as one that does much else: 1,000 such
+ * `contains` took 24 s of CPU.
+ */
+const operandWork = (values: readonly unknown[]): number => {
+  let units = 0;
+  for (const value of values) {
+    if (Array.isArray(value)) units += value.length;
+    else if (typeof value === "string") units += value.length >> 6;
+  }
+  return units;
+};
+
+/** Adds `units` to the work of the render `ctx` belongs to; past the limit, the render stops. */
+const chargeWork = (ctx: Context, units: number) => {
+  if (units === 0) return;
+  const done = (workDone.get(ctx.memoryLimit) ?? 0) + units;
+  if (done > RENDER_WORK_LIMIT) throw new TooMuchWork(RENDER_WORK_LIMIT);
+  workDone.set(ctx.memoryLimit, done);
+};
+
+type OperatorImpl = (...args: unknown[]) => unknown;
+
+/** Liquid's operators, each charging its operands' work first (the context is always the last argument). */
+const countedOperators = Object.fromEntries(
+  Object.entries(defaultOperators as unknown as Record<string, OperatorImpl>).map(([name, operator]) => [
+    name,
+    function* (...args: unknown[]): Generator<unknown, unknown, unknown> {
+      chargeWork(args.at(-1) as Context, operandWork(args.slice(0, -1)));
+      return yield operator(...args);
+    },
+  ]),
+) as unknown as typeof defaultOperators;
+
+/** Every filter of `liquid`, charging its input's and arguments' work before it runs. */
+const countingFilters = (liquid: Liquid) => {
+  const counted = (handler: (this: FilterThis, ...args: unknown[]) => unknown) =>
+    function (this: FilterThis, ...args: unknown[]) {
+      chargeWork(this.context, operandWork(args));
+      return handler.apply(this, args);
+    };
+  const registry = liquid.filters as unknown as Record<string, unknown>;
+  for (const [name, impl] of Object.entries(registry)) {
+    if (typeof impl === "function") registry[name] = counted(impl as never);
+    else if (impl && typeof (impl as { handler?: unknown }).handler === "function") {
+      registry[name] = { ...impl, handler: counted((impl as { handler: never }).handler) };
+    }
+  }
+};
+
 const configure = (escapeOutputs: boolean) => {
   const liquid = new Liquid({
+    operators: countedOperators,
     outputEscape: escapeOutputs ? escapeOutput : undefined,
     strictFilters: true,
     strictVariables: false,
@@ -210,6 +264,7 @@ const configure = (escapeOutputs: boolean) => {
     delete liquid.filters.raw;
     for (const name of HTML_OWN_FILTERS) liquid.registerFilter(name, (value: unknown) => stringify(value));
   }
+  countingFilters(liquid);
   return countingWork(liquid);
 };
 
