@@ -27,6 +27,8 @@ const MAX_LOOP_RANGE = 1000;
  * step), and a bound on the work of checking it when it is saved.
  */
 const MAX_LIQUID_PIECES = 10_000;
+const LIQUID_TAG = /^\{%-?\s*liquid\s/;
+const linesIn = (tag: string): number => 1 + (tag.match(/\r\n?|\n/g)?.length ?? 0);
 
 /** The variables a template may use, by root; `null`: the root is a value itself. */
 const VARIABLES: Record<string, readonly string[] | null> = {
@@ -116,8 +118,12 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
   const unclosed = unclosedOpeners(field, source);
   if (unclosed) return { problems: [unclosed] };
   let count = 0;
-  for (LIQUID.lastIndex = 0; LIQUID.exec(source) !== null; ) {
-    if (++count > MAX_LIQUID_PIECES) {
+  for (LIQUID.lastIndex = 0; ; ) {
+    const piece = LIQUID.exec(source);
+    if (piece === null) break;
+    // Each line of a {% liquid %} tag is a tag of its own (and parsing them costs as much).
+    count += LIQUID_TAG.test(piece[0]) ? linesIn(piece[0]) : 1;
+    if (count > MAX_LIQUID_PIECES) {
       return { problems: [new TemplateError(field, `the template holds more than ${MAX_LIQUID_PIECES} Liquid tags and outputs`)] };
     }
   }
@@ -132,7 +138,7 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
   const unknown: { line: number; problem: TemplateError }[] = [];
   for (const variables of Object.values(analysis.globals)) {
     for (const variable of variables) {
-      if (isKnown(variable.segments, field)) continue;
+      if (isKnown(variable.segments, field) || isOffsetContinue(source, variable)) continue;
       const name = String(variable);
       const hint = field === "subject" && name.startsWith("campaign.") ? " (the subject cannot use itself)" : "";
       const line = variable.location.row;
@@ -152,6 +158,13 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
 };
 
 type AnalyzedVariable = { segments: readonly unknown[]; location: { row: number; col: number } };
+
+/** `offset:continue` in a `for` tag is Liquid's own word (go on where the last loop over it stopped), not a variable. */
+const isOffsetContinue = (source: string, { segments, location }: AnalyzedVariable): boolean => {
+  if (segments.length !== 1 || segments[0] !== "continue") return false;
+  const offset = (lineStarts(source)[location.row - 1] ?? 0) + location.col - 1;
+  return /offset\s*:\s*$/.test(source.slice(Math.max(0, offset - 32), offset));
+};
 
 /**
  * `[k]` where `k` is a variable (`{% assign k = "subscriber" %}{{ [k].id }}`) names a variable by a
