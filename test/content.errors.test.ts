@@ -177,6 +177,9 @@ describe("template errors (400 validation_failed naming the field, the line and 
       `<table>{% tablerow t in subscriber.tags %}{{ t }}{% endtablerow %}</table>{% for j in (1..3) %}{% for i in (1..500) %}<blockquote>x{% endfor %}{% endfor %}`,
       `${"<blockquote>x".repeat(2_000)}`,
       `${"<div><span>".repeat(129)}x`,
+      // As the parser reads them: `<div/>` opens a div in html; a paragraph inside an inline element stays open.
+      `${"<div/>x".repeat(300)}`,
+      `${"<b><p>x".repeat(150)}`,
     ]) {
       const problem = rejection({ html });
       expect(problem.param, html.slice(0, 40)).toBe("html");

@@ -1,4 +1,5 @@
 import { compile } from "html-to-text";
+import { Parser } from "htmlparser2";
 import { LIQUID } from "./liquid-syntax";
 
 // The text part of a campaign without `text` is read from its html. Converting html is far too slow
@@ -82,49 +83,30 @@ export class NestedTooDeep extends Error {
  */
 export const MAX_NESTING = 256;
 
-/** Elements that nest nothing (void), or that the parser closes when a sibling opens (`<p>`, `<li>`, cells). */
-const NOT_NESTING = new Set(
-  "area base br col embed hr img input link meta source track wbr p li dt dd tr td th thead tbody tfoot option optgroup rt rp colgroup caption".split(" "),
-);
-
-/** Elements whose content the converter's parser (htmlparser2) reads as text, not markup. */
-const RAW_TEXT = new Set(["script", "style", "title"]);
+/** Thrown from the parser's callback to stop reading at the first element past the limit. */
+class DeeperThan extends Error {}
 
 /**
- * Whether elements of `html` nest deeper than `limit`, read as the parser reads them: an end tag
- * closes the innermost open element of its name and those inside it; one with no open element of its
- * name closes nothing. One pass over the tags (comments and `<!…>` skipped), stopping past the limit.
+ * Whether elements of `html` nest deeper than `limit`, as the converter's own parser (htmlparser2)
+ * reads them: elements it closes by itself (a paragraph when a block opens, a list item when the
+ * next opens, cells, void elements) nest nothing; a script's or a style's text is no markup. The
+ * parser's events alone, without a document built, stopping at the first element past the limit.
  */
 const nestsDeeperThan = (html: string, limit: number): boolean => {
-  const open: string[] = [];
-  for (let at = html.indexOf("<"); at !== -1; at = html.indexOf("<", at + 1)) {
-    const closing = html[at + 1] === "/";
-    let end = at + (closing ? 2 : 1);
-    while (end < html.length && /[A-Za-z0-9-]/.test(html[end] as string)) end++;
-    const name = html.slice(at + (closing ? 2 : 1), end).toLowerCase();
-    if (html.startsWith("<!--", at)) {
-      const close = html.indexOf("-->", at + 4);
-      if (close === -1) return false;
-      at = close;
-      continue;
-    }
-    if (name === "" || !/^[a-z]/.test(name)) continue;
-    const gt = html.indexOf(">", end);
-    if (gt === -1) return false;
-    at = gt;
-    if (NOT_NESTING.has(name) || html[gt - 1] === "/") continue;
-    if (!closing && RAW_TEXT.has(name)) {
-      // Its text is not markup (a `<` in a script or a style opens nothing): on to its end tag.
-      const endTag = new RegExp(`</${name}`, "gi");
-      endTag.lastIndex = gt;
-      if (!endTag.test(html)) return false;
-      at = endTag.lastIndex - name.length - 3;
-      continue;
-    }
-    if (closing) {
-      const index = open.lastIndexOf(name);
-      if (index !== -1) open.length = index;
-    } else if (open.push(name) > limit) return true;
+  let depth = 0;
+  const parser = new Parser({
+    onopentag: () => {
+      if (++depth > limit) throw new DeeperThan();
+    },
+    onclosetag: () => {
+      depth--;
+    },
+  });
+  try {
+    parser.end(html);
+  } catch (err) {
+    if (err instanceof DeeperThan) return true;
+    throw err;
   }
   return false;
 };
