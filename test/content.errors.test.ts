@@ -180,6 +180,10 @@ describe("template errors (400 validation_failed naming the field, the line and 
       // As the parser reads them: `<div/>` opens a div in html; a paragraph inside an inline element stays open.
       `${"<div/>x".repeat(300)}`,
       `${"<b><p>x".repeat(150)}`,
+      // What a scanner of its own misread: a comment the parser ends at once, an attribute holding "/>".
+      `<!-->${"<blockquote>x".repeat(1_500)}`,
+      `${'<blockquote title="/>">x'.repeat(1_500)}`,
+      `<ol>{% for i in (1..2) %}<li>{{ i }}</li>{% endfor %}</ol>${"<blockquote/>x".repeat(1_500)}`,
     ]) {
       const problem = rejection({ html });
       expect(problem.param, html.slice(0, 40)).toBe("html");
