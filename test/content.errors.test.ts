@@ -44,6 +44,10 @@ describe("template errors (400 validation_failed naming the field, the line and 
     ]) {
       expect(rejection({ html }).message, html).toMatch(/"(forloop|tablerowloop)\.\w+" on line 1 is not a property of (forloop|tablerowloop) \(it has index, /);
     }
+    // Through another name the check cannot follow, the render says it in words an author can act on.
+    expect(rejection({ html: "{% for t in subscriber.tags %}{% assign f = forloop %}{{ f.constructor }}{% endfor %}" }).message).toContain(
+      "reads a property that is not a value",
+    );
     expect(() =>
       validateCampaignContent(
         content({ html: "{% for t in subscriber.tags %}{{ forloop.index }}{{ forloop.rindex0 }}{{ forloop.last }}{{ forloop.length }}{% endfor %}{% tablerow t in subscriber.tags cols:2 %}{{ tablerowloop.col_first }}{{ tablerowloop.row }}{% endtablerow %}" }),

@@ -1,5 +1,6 @@
 import { CaptureTag, Context, defaultOperators, type Emitter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
 import type { BlockName, ServiceBlocks } from "./layout";
+import { positionOf } from "./liquid-syntax";
 
 // Two Liquid engines, configured once per isolate: `html` escapes every output (a subscriber named
 // `<b>Bob</b>` is shown as that text), `plain` (subject, preheader, text) does not. Neither touches
@@ -11,30 +12,10 @@ import type { BlockName, ServiceBlocks } from "./layout";
 // parsed by them, so no user can place a marker.
 
 // liquidjs finds a token's line and column by scanning its template from the start, and its static
-// analysis asks for every variable's: quadratic in the template's size (a 480 KB html with 8,000
-// outputs took 8 s to check). The same answer from the line starts of the template, found once per
-// source (binary search), keeps checking a template linear. Lines end as text editors end them: at
-// `\n`, `\r\n` or a lone `\r` (liquidjs counted only `\n`, so an old-Mac template was all line 1).
-let lineIndex: { input: string; starts: number[] } | undefined;
-const LINE_BREAK = /\r\n?|\n/g;
-export const lineStarts = (input: string): number[] => {
-  if (lineIndex?.input !== input) {
-    const starts = [0];
-    for (const m of input.matchAll(LINE_BREAK)) starts.push(m.index + m[0].length);
-    lineIndex = { input, starts };
-  }
-  return lineIndex.starts;
-};
+// analysis asks for every variable's: quadratic in the template's size. Positions come from the
+// template's line starts instead (liquid-syntax.ts), which also end lines as editors do.
 Token.prototype.getPosition = function (this: Token): number[] {
-  const starts = lineStarts(this.input);
-  let low = 0;
-  let high = starts.length - 1;
-  while (low < high) {
-    const mid = (low + high + 1) >> 1;
-    if ((starts[mid] ?? 0) <= this.begin) low = mid;
-    else high = mid - 1;
-  }
-  return [low + 1, this.begin - (starts[low] ?? 0) + 1];
+  return positionOf(this.input, this.begin);
 };
 
 /** Units of allocation one render may make (range items, filter strings, captures): bounds loops. */

@@ -1,7 +1,8 @@
 import { CycleTag, EchoTag, Filter, type Liquid, type Template } from "liquidjs";
 import { escapeAll, escapeOutput, type FilterThis, htmlEngine, stringify, walk } from "./engine";
 import { outputPlace, type Place, SKIPPED, TAG_WINDOW } from "./markup-place";
-import { lineOf, maskedSource } from "./liquid-mask";
+import { maskedSource } from "./liquid-mask";
+import { lineOf } from "./liquid-syntax";
 
 // The escaping each value a campaign's html prints gets for its place (markup-place.ts): text is
 // HTML-escaped, an attribute value kept inside its attribute (quoted or not), a URL whose scheme the

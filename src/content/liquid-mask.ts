@@ -111,8 +111,6 @@ const endsInString = (piece: string): boolean => {
   return quote !== undefined;
 };
 
-/** The line (from 1) of position `at` of `source`. */
-export const lineOf = (source: string, at: number): number => (source.slice(0, at).match(/\r\n?|\n/g)?.length ?? 0) + 1;
 
 /** The source read (kept for the last source: a template's outputs are placed in turn). */
 export const maskedSource = (source: string): Masking => {

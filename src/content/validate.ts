@@ -1,7 +1,6 @@
 import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
-import { type Engine, EXPRESSION_FILTERS, htmlEngine, lineStarts, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
-import { lineOf as lineAt } from "./liquid-mask";
-import { LIQUID } from "./liquid-syntax";
+import { type Engine, EXPRESSION_FILTERS, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
+import { LIQUID, lineOf as lineAt, offsetOf } from "./liquid-syntax";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
 // variables the contract lists (checked statically, so a typo inside a branch the sample would not
@@ -162,7 +161,7 @@ type AnalyzedVariable = { segments: readonly unknown[]; location: { row: number;
 /** `offset:continue` in a `for` tag is Liquid's own word (go on where the last loop over it stopped), not a variable. */
 const isOffsetContinue = (source: string, { segments, location }: AnalyzedVariable): boolean => {
   if (segments.length !== 1 || segments[0] !== "continue") return false;
-  const offset = (lineStarts(source)[location.row - 1] ?? 0) + location.col - 1;
+  const offset = offsetOf(source, location.row, location.col);
   return /offset\s*:\s*$/.test(source.slice(Math.max(0, offset - 32), offset));
 };
 
@@ -174,8 +173,7 @@ const isOffsetContinue = (source: string, { segments, location }: AnalyzedVariab
 const namesNotWrittenOut = (field: TemplateField, source: string, variables: readonly AnalyzedVariable[]) => {
   const found: { line: number; problem: TemplateError }[] = [];
   for (const { segments, location } of variables) {
-    // Positions as the engine gives them (its line starts: `\n`, `\r\n` or a lone `\r` ends a line).
-    const offset = (lineStarts(source)[location.row - 1] ?? 0) + location.col - 1;
+    const offset = offsetOf(source, location.row, location.col);
     if (source[offset] !== "[" || /^\[\s*["']/.test(source.slice(offset, offset + 16))) continue;
     const name = String(segments[0] ?? "");
     found.push({
