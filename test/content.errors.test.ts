@@ -44,10 +44,17 @@ describe("template errors (400 validation_failed naming the field, the line and 
     ]) {
       expect(rejection({ html }).message, html).toMatch(/"(forloop|tablerowloop)\.\w+" on line 1 is not a property of (forloop|tablerowloop) \(it has index, /);
     }
-    // Through another name the check cannot follow, the render says it in words an author can act on.
-    expect(rejection({ html: "{% for t in subscriber.tags %}{% assign f = forloop %}{{ f.constructor }}{% endfor %}" }).message).toContain(
-      "reads a property that is not a value",
-    );
+    // Through another name the check cannot follow, such a read is nothing, on save and at send alike:
+    // it neither fails a recipient's message nor moves the loop on.
+    for (const html of [
+      "{% for t in subscriber.tags %}{% assign f = forloop %}[{{ f.constructor }}{{ f.next }}{{ f.i }}{{ f.valueOf }}{{ forloop.index }}]{% endfor %}",
+      '{% for t in subscriber.tags %}{% if t == "none" %}{% assign f = forloop %}{{ f.constructor }}{% endif %}[{{ forloop.index }}]{% endfor %}',
+    ]) {
+      expect(() => validateCampaignContent(content({ html })), html).not.toThrow();
+      expect(render({ html }).html, html).toContain("[1][2]");
+      expect(render({ html }, { ...bob, tags: ["none", "x"] }).html, html).toContain("[1][2]");
+    }
+    expect(render({ html: "{% tablerow t in subscriber.tags %}{% assign f = tablerowloop %}{{ f.constructor }}{{ f.col }}{% endtablerow %}" }).html).toMatch(/>1<\/td>.*>2<\/td>/s);
     expect(() =>
       validateCampaignContent(
         content({ html: "{% for t in subscriber.tags %}{{ forloop.index }}{{ forloop.rindex0 }}{{ forloop.last }}{{ forloop.length }}{% endfor %}{% tablerow t in subscriber.tags cols:2 %}{{ tablerowloop.col_first }}{{ tablerowloop.row }}{% endtablerow %}" }),

@@ -1,4 +1,4 @@
-import { CaptureTag, Context, defaultOperators, type Emitter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
+import { CaptureTag, Context, defaultOperators, Drop, type Emitter, filters, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
 import type { BlockName, ServiceBlocks } from "./layout";
 import { positionOf } from "./liquid-syntax";
 
@@ -304,11 +304,42 @@ export const htmlLayoutEngine = withBlocks(configure(true));
 export const plainLayoutEngine = withBlocks(configure(false));
 export type Engine = typeof htmlEngine;
 
+const FORLOOP = ["index", "index0", "rindex", "rindex0", "first", "last", "length", "name"];
+
+/** What a loop's own object gives a template: Liquid's documented properties, nothing else. */
+export const LOOP_PROPERTIES: Readonly<Record<string, readonly string[]>> = {
+  forloop: FORLOOP,
+  tablerowloop: [...FORLOOP, "row", "col", "col0", "col_first", "col_last"],
+};
+const DROP_PROPERTIES: ReadonlySet<unknown> = new Set(Object.values(LOOP_PROPERTIES).flat());
+
+/**
+ * The render's context. liquidjs reads any property of its drop objects (forloop, tablerowloop,
+ * empty, blank), its methods included: `constructor` threw, `next` moved the loop on. Saving refuses
+ * those reads where a template names the loop object (validate.ts); through another name
+ * (`{% assign f = forloop %}{{ f.constructor }}`) a read past the documented properties is nothing,
+ * as a missing property of any assigned value is, on save and at send alike.
+ */
+class MessageContext extends Context {
+  override readProperty(obj: unknown, key: unknown) {
+    if (obj instanceof Drop && !DROP_PROPERTIES.has(toValue(key))) return undefined;
+    return super.readProperty(obj as never, key as never);
+  }
+
+  override spawn(scope = {}): Context {
+    return new MessageContext(scope, this.opts, { sync: this.sync, globals: this.globals, strictVariables: this.strictVariables, ownPropertyOnly: this.ownPropertyOnly }, {
+      renderLimit: this.renderLimit,
+      memoryLimit: this.memoryLimit,
+      liquid: this.liquid,
+    });
+  }
+}
+
 /**
  * One render context per message, shared by its parts (escaping is decided when a template is parsed,
  * so html and plain templates render in the same context): one allocation budget per message.
  */
-export const renderContext = (scope: object): Context => new Context(scope, plainEngine.options, { sync: true }, { liquid: plainEngine });
+export const renderContext = (scope: object): Context => new MessageContext(scope, plainEngine.options, { sync: true }, { liquid: plainEngine });
 
 /** Renders parsed `templates` in `ctx`, synchronously, failing past `maxChars` of output. */
 export const renderIn = (ctx: Context, templates: Template[], maxChars: number): string => {

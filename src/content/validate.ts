@@ -1,5 +1,5 @@
 import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
-import { type Engine, EXPRESSION_FILTERS, htmlEngine, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
+import { type Engine, EXPRESSION_FILTERS, htmlEngine, LOOP_PROPERTIES, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
 import { LIQUID, lineOf as lineAt, offsetOf } from "./liquid-syntax";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
@@ -74,8 +74,6 @@ const problemOf = (err: unknown): string => {
   // The engine's own exceptions, in words a template's author can act on.
   if (cause instanceof RangeError && /call stack/i.test(message)) return "the template nests too deeply (tags, captures or parentheses inside one another)";
   if (cause instanceof URIError) return "url_decode was given malformed percent-encoding";
-  // A loop's own object (forloop, tablerowloop) read past its documented properties reaches code, not values.
-  if (cause instanceof TypeError && /^Class constructor /.test(message)) return "the template reads a property that is not a value (forloop and tablerowloop have index, first, last, length, …)";
   const text = message.replace(/, line:\d+, col:\d+$/, "");
   const filter = /^undefined filter: (\w+)$/.exec(text)?.[1];
   return filter && (EXPRESSION_FILTERS as readonly string[]).includes(filter)
@@ -185,12 +183,6 @@ const namesNotWrittenOut = (field: TemplateField, source: string, variables: rea
     });
   }
   return found;
-};
-
-const FORLOOP = ["index", "index0", "rindex", "rindex0", "first", "last", "length", "name"];
-const LOOP_PROPERTIES: Record<string, readonly string[]> = {
-  forloop: FORLOOP,
-  tablerowloop: [...FORLOOP, "row", "col", "col0", "col_first", "col_last"],
 };
 
 /**
