@@ -318,20 +318,13 @@ const DROP_PROPERTIES: ReadonlySet<unknown> = new Set(Object.values(LOOP_PROPERT
  * empty, blank), its methods included: `constructor` threw, `next` moved the loop on. Saving refuses
  * those reads where a template names the loop object (validate.ts); through another name
  * (`{% assign f = forloop %}{{ f.constructor }}`) a read past the documented properties is nothing,
- * as a missing property of any assigned value is, on save and at send alike.
+ * as a missing property of any assigned value is, on save and at send alike. (Only what spawns a
+ * context of its own, liquidjs's `render` tag and *_exp filters, would read past it: both are refused.)
  */
 class MessageContext extends Context {
   override readProperty(obj: unknown, key: unknown) {
     if (obj instanceof Drop && !DROP_PROPERTIES.has(toValue(key))) return undefined;
     return super.readProperty(obj as never, key as never);
-  }
-
-  override spawn(scope = {}): Context {
-    return new MessageContext(scope, this.opts, { sync: this.sync, globals: this.globals, strictVariables: this.strictVariables, ownPropertyOnly: this.ownPropertyOnly }, {
-      renderLimit: this.renderLimit,
-      memoryLimit: this.memoryLimit,
-      liquid: this.liquid,
-    });
   }
 }
 
