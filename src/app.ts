@@ -1,28 +1,28 @@
 import { z } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import { getPathNoStrict } from "hono/utils/url";
-import { adminRouter, operatorAuth } from "./admin/admin.index";
-import { campaignsRouter } from "./campaigns/campaigns.index";
+import { adminRouter, operatorAuth } from "./admin/admin.handlers";
+import { campaignsRouter } from "./campaigns/campaigns.handlers";
 import { ReplayInstead } from "./db/commit";
-import { consentRouter } from "./consent/consent.index";
+import { consentRouter } from "./consent/consent.handlers";
 import { ApiError, noRoute } from "./errors/api-error";
 import { requestIdHeader } from "./errors/openapi";
 import { renderError } from "./errors/render";
 import { healthHandler, healthRoute } from "./health/health";
-import { API_TITLE, docsRouter } from "./docs/docs.index";
+import { API_TITLE, docsRouter } from "./docs/docs.handlers";
 import { createRouter } from "./lib/create-app";
 import { routeName } from "./lib/route";
 import { authenticate, rateLimit } from "./middleware/auth";
 import { jsonBody, requestContext } from "./middleware/request-context";
-import { newslettersRouter } from "./newsletters/newsletters.index";
-import { operationsRouter } from "./operations/operations.index";
-import { segmentsRouter } from "./segments/segments.index";
-import { subscribersRouter } from "./subscribers/subscribers.index";
-import { workspacesRouter } from "./workspaces/workspaces.index";
+import { newslettersRouter } from "./newsletters/newsletters.handlers";
+import { operationsRouter } from "./operations/operations.handlers";
+import { segmentsRouter } from "./segments/segments.handlers";
+import { subscribersRouter } from "./subscribers/subscribers.handlers";
+import { workspacesRouter } from "./workspaces/workspaces.handlers";
 import { describeWebhooks } from "./events/webhooks.openapi";
 import { resendWebhookRouter } from "./feedback/resend.webhook";
-import { eventsRouter } from "./events/events.index";
-import { webhookEndpointsRouter } from "./webhooks/endpoints.index";
+import { eventsRouter } from "./events/events.handlers";
+import { webhookEndpointsRouter } from "./webhooks/endpoints.handlers";
 
 /** `/v1/...` and `/...` are the same endpoint: the version segment is dropped before routing. */
 const withoutVersion = (request: Request) => {

@@ -103,7 +103,7 @@ const scheduledAt = dateTime
 /** On PATCH the future is checked against the campaign: the value already there may be past (a no-op). */
 const scheduledAtEdit = dateTime.refine(untilLastInstant, untilLastInstantError).nullable().optional().openapi(scheduledAtDoc("in the future unless it is the value the campaign already has"));
 
-/** The PATCH's rule for `scheduled_at` (src/campaigns/campaigns.index.ts). */
+/** The PATCH's rule for `scheduled_at` (src/campaigns/campaigns.handlers.ts). */
 export const scheduledInPast = () => invalidParam("scheduled_at", "scheduled_at must be in the future");
 
 export const CreateCampaignBody = z

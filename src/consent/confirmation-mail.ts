@@ -12,7 +12,7 @@ import { confirmToken, confirmUrl } from "./confirm-token";
 import { findConfirmationParties } from "./confirmation.repository";
 
 // A pending subscriber's confirmation (double opt-in): the signed link that makes them `active`
-// (GET /c/{token} asks, POST confirms: consent.index.ts), mailed from a newsletter on request.
+// (GET /c/{token} asks, POST confirms: consent.handlers.ts), mailed from a newsletter on request.
 
 export type ConfirmationRequest = { newsletterId: string; send: boolean; integrationSlug: string | undefined };
 
