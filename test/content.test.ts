@@ -173,6 +173,17 @@ describe("rendering", () => {
     expect(odd.text).toMatch(/^A & B <C>\|/);
     expect(renderMessage(compileCampaign(content({ text: "[{{ newsletter.address }}]" }), { name: "N", address: null }), bob, URL).text).toMatch(/^\[\]/);
     expect(() => validateCampaignContent(content({ html: "<p>{{ newsletter.address }}</p>" }))).not.toThrow();
+    // Printed on one line through a filter, as the README suggests for html, or with newline_to_br
+    // (whose <br /> html shows as text, escaped like any output): still shown, so not repeated.
+    const lines = { name: "N", address: "Acme Inc.\n12 Main St\nSpringfield, IL 62701\nUSA | Earth" };
+    for (const shown of ['{{ newsletter.address | replace: "\n", ", " }}', "{{ newsletter.address | newline_to_br }}", '{{ newsletter.address | replace: "\n", " · " }}']) {
+      const m = renderMessage(compileCampaign(content({ html: `<p>Hi <a href="{{ unsubscribe_url }}">leave</a></p><p>${shown}</p>` }), lines), bob, URL);
+      expect(m.html?.match(/12 Main St/g), shown).toHaveLength(1);
+      expect(m.text.match(/12 Main St/g), shown).toHaveLength(1);
+    }
+    // Not shown (only part of it): the address footer still comes.
+    const part = renderMessage(compileCampaign(content({ html: '<p>Hi <a href="{{ unsubscribe_url }}">leave</a></p><p>Acme Inc., 12 Main St</p>' }), lines), bob, URL);
+    expect(part.html?.match(/12 Main St/g)).toHaveLength(2);
   });
 
   it("decides the footer per message: a link in a branch not taken, or assigned and never shown, still gets it", () => {
@@ -258,6 +269,41 @@ describe("rendering", () => {
       expect(compileCampaign(content({ html }), newsletter).text.kind, html).toBe("template");
     }
     expect(compileCampaign(content({ html: "<ol>{% for i in (1..3) %}<li>{{ i }}</li>{% endfor %}</ol>" }), newsletter).text.kind).toBe("from_rendered_html");
+  });
+
+  it("gives each reader the text of the html they get when a branch holds part of an element: a link's URL only where the html has it", () => {
+    const offer = '<p>{% if subscriber.tags contains "vip" %}<a href="https://acme.example/vip">{% else %}<a href="https://acme.example/standard">{% endif %}Our offer</a></p>';
+    const vip = render({ html: offer });
+    expect(vip.html).toContain('<a href="https://acme.example/vip">Our offer</a>');
+    expect(vip.text).toMatch(/^Our offer <https:\/\/acme\.example\/vip>\n/);
+    expect(vip.text).not.toContain("standard");
+    const other = render({ html: offer }, { ...bob, tags: [] });
+    expect(other.text).toMatch(/^Our offer <https:\/\/acme\.example\/standard>\n/);
+    expect(other.text).not.toContain("/vip");
+    // An element left open in a comment or a branch not taken adds nothing to the text.
+    for (const html of [
+      '{% comment %}Note: <a href="https://old.example/p">{% endcomment %}<p>hi</p><p>there</p>',
+      '{% if false %}<a href="https://old.example/q">{% endif %}<p>hi</p><p>there</p>',
+      "{% comment %}<ul><li>{% endcomment %}<p>hi</p><p>there</p>",
+      '{%- unless subscriber.name -%}<div><a href="https://old.example/r">{%- endunless -%}<p>hi</p><p>there</p>',
+      '{% case subscriber.location %}{% when "Rome" %}<blockquote>{% when "Oslo" %}<p>{% endcase %}hi<p>there</p>',
+    ]) {
+      const { text } = render({ html });
+      expect(text, html).toMatch(/^hi\n\nthere\n/);
+      expect(compileCampaign(content({ html }), newsletter).text.kind, html).toBe("from_rendered_html");
+    }
+    // Branches that hold whole elements (Liquid in attributes included) keep the text derived once from the template.
+    for (const html of [
+      '<p>{% if subscriber.tags contains "vip" %}<a href="https://acme.example/vip">Our offer</a>{% else %}<a href="https://acme.example/standard">Our offer</a>{% endif %}</p>',
+      '<p><a href="{% if subscriber.tags contains "vip" %}https://acme.example/vip{% else %}https://acme.example/standard{% endif %}">Our offer</a></p>',
+      '<ul>{% for t in subscriber.tags %}<li><a href="https://acme.example/t/{{ t }}">{{ t }}</a></li>{% endfor %}</ul>{% comment %}<p>draft</p>{% endcomment %}',
+      "<table><tr>{% for t in subscriber.tags %}<td>{{ t }}<br></td>{% endfor %}</tr></table>",
+    ]) {
+      expect(compileCampaign(content({ html }), newsletter).text.kind, html).toBe("template");
+      expect(render({ html }).text, html).toBe(render({ html }, bob).text);
+    }
+    const once = render({ html: '<p><a href="{% if subscriber.tags contains "vip" %}https://acme.example/vip{% else %}https://acme.example/standard{% endif %}">Our offer</a></p>' });
+    expect(once.text).toMatch(/^Our offer <https:\/\/acme\.example\/vip>\n/);
   });
 
   it("keeps mailto: links' scheme in the text part, and reads a table with header cells as rows, a layout table as blocks", () => {

@@ -131,12 +131,68 @@ const OPEN = "\uE000";
 const CLOSE = "\uE001";
 const PLACEHOLDER = /\uE000(\d+)\uE001/g;
 
-/** A text template derived from an html template; null when its Liquid does not survive conversion. */
+/** A Liquid tag's name: `if` of `{%- if a -%}`. */
+const TAG_NAME = /^\{%-?\s*(\w+)/;
+/** Tags that open a block, and those that divide one into branches. */
+const OPENS_BLOCK: ReadonlySet<string> = new Set(["if", "unless", "case", "for", "tablerow", "capture", "comment", "raw"]);
+const DIVIDES_BLOCK: ReadonlySet<string> = new Set(["elsif", "else", "when"]);
+/** Blocks whose content Liquid does not read: the tags in them are text, up to the first end tag. */
+const VERBATIM: ReadonlySet<string> = new Set(["comment", "raw"]);
+
+/**
+ * Whether every branch of the template's Liquid blocks (an if's, a case's, a loop's body, a comment)
+ * holds whole elements: at each tag of a block (its start, each elsif/else/when, its end) the same
+ * elements are open, as the converter's parser reads the masked html. The converter reads every
+ * branch at once and writes what an element adds where the element ends (a link's URL after its
+ * text): an element opened in one branch and ended outside it would put that into every message,
+ * `{% if vip %}<a href="A">{% else %}<a href="B">{% endif %}Offer</a>` both URLs for every reader, and
+ * a link left open in a comment its URL. Such a template's text is read from each message's html.
+ */
+const branchesHoldWholeElements = (masked: string, pieces: readonly string[]): boolean => {
+  // Where the open elements change, and the innermost then: an element's number stands for its
+  // ancestors too, so the same number means the same elements open.
+  const changes: { at: number; innermost: number }[] = [];
+  const open: number[] = [];
+  let numbered = 0;
+  const parser = new Parser({
+    onopentag: () => {
+      open.push(++numbered);
+      changes.push({ at: parser.startIndex, innermost: numbered });
+    },
+    onclosetag: () => {
+      open.pop();
+      changes.push({ at: parser.startIndex, innermost: open.at(-1) ?? 0 });
+    },
+  });
+  parser.end(masked);
+  const blocks: { name: string; innermost: number }[] = [];
+  let next = 0;
+  let innermost = 0;
+  for (const m of masked.matchAll(PLACEHOLDER)) {
+    for (let change = changes[next]; change !== undefined && change.at <= m.index; change = changes[++next]) innermost = change.innermost;
+    const name = TAG_NAME.exec(pieces[Number(m[1])] ?? "")?.[1];
+    const block = blocks.at(-1);
+    if (name === undefined || (block && VERBATIM.has(block.name) && name !== `end${block.name}`)) continue;
+    if (OPENS_BLOCK.has(name)) blocks.push({ name, innermost });
+    else if (DIVIDES_BLOCK.has(name) || name.startsWith("end")) {
+      if (block === undefined || block.innermost !== innermost) return false;
+      if (name === `end${block.name}`) blocks.pop();
+      else if (name.startsWith("end")) return false;
+    }
+  }
+  return blocks.length === 0;
+};
+
+/**
+ * A text template derived from an html template; null when its Liquid does not survive conversion
+ * or a branch of it holds part of an element (branchesHoldWholeElements).
+ */
 export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   if (htmlTemplate.includes(OPEN) || htmlTemplate.includes(CLOSE)) return null;
   const pieces: string[] = [];
   const masked = htmlTemplate.replace(LIQUID, (piece) => `${OPEN}${pieces.push(piece) - 1}${CLOSE}`);
   const text = toText(masked);
+  if (!branchesHoldWholeElements(masked, pieces)) return null;
   let restored = 0;
   const result = text.replace(PLACEHOLDER, (_, index: string) => {
     restored++;

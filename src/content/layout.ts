@@ -176,17 +176,29 @@ const wordPattern = (word: string, html: boolean) =>
   [...word].map((ch) => (html && HTML_FORMS[ch]) || ch.replace(REGEXP_SPECIAL, "\\$&")).join("");
 
 /**
- * Whether a part rendered from `source` shows `address`: its words in order, whatever whitespace
- * (in html also `<br>` or `&nbsp;`) stands between them. Its longest word is looked for first (a
+ * What may stand between two words of an address that a part shows: whitespace, the punctuation a
+ * template joins its lines with on one line (`| replace: "\n", ", "`), `<br>`, and in html `&nbsp;`
+ * and the `<br />` that `newline_to_br` prints (escaped there, as every output is).
+ */
+const TEXT_BETWEEN_WORDS = "(?:[\\s,;|·•]|<br\\s*/?>)+";
+const HTML_BETWEEN_WORDS = "(?:[\\s,;|·•]|&nbsp;|&#160;|<br\\s*/?>|&lt;br\\s*/?&gt;)+";
+
+/**
+ * Whether a part rendered from `source` shows `address`: its words in order, whatever separates
+ * them (above). Its longest word is looked for first (a
  * plain search), and a template that neither names a variable `…address…` nor writes that word
  * cannot show it at all: most messages need no search, and the rest one `indexOf` before any regex.
  */
 const addressFooter = (footer: string, address: string, source: string, html: boolean): AddressFooter => {
-  const words = address.trim().split(/\s+/);
+  const all = address.trim().split(/\s+/);
+  // A word of punctuation alone (`Acme | Corp`) is a separator like any other (and would put two
+  // runs of separators side by side in the search, which backtracks over a long run of them).
+  const spelled = all.filter((word) => !/^[,;|·•]+$/.test(word));
+  const words = spelled.length > 0 ? spelled : all;
   const plain = words.filter((word) => !html || escapeHtml(word) === word);
   const key = plain.reduce((longest, word) => (word.length > longest.length ? word : longest), "");
   if (key !== "" && !source.includes("address") && !source.includes(key)) return { footer, shownIn: () => false, neverShown: true };
-  const pattern = new RegExp(words.map((word) => wordPattern(word, html)).join(html ? "(?:\\s|&nbsp;|&#160;|<br\\s*/?>)+" : "\\s+"));
+  const pattern = new RegExp(words.map((word) => wordPattern(word, html)).join(html ? HTML_BETWEEN_WORDS : TEXT_BETWEEN_WORDS));
   return { footer, shownIn: (out) => (key === "" || out.includes(key)) && pattern.test(out), neverShown: false };
 };
 
