@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type CampaignContent, compileCampaign, renderMessage, SAMPLE_RECIPIENT, validateCampaignContent } from "../src/content";
+import { htmlToText } from "../src/content/html-text";
 import { bob, content, newsletter, render, URL } from "./content.fixtures";
 
 describe("rendering", () => {
@@ -292,11 +293,10 @@ describe("rendering", () => {
       expect(text, html).toMatch(/^hi\n\nthere\n/);
       expect(compileCampaign(content({ html }), newsletter).text.kind, html).toBe("from_rendered_html");
     }
-    // Branches that hold whole elements (Liquid in attributes included) keep the text derived once from the template.
+    // Branches that hold whole elements keep the text derived once from the template.
     for (const html of [
       '<p>{% if subscriber.tags contains "vip" %}<a href="https://acme.example/vip">Our offer</a>{% else %}<a href="https://acme.example/standard">Our offer</a>{% endif %}</p>',
-      '<p><a href="{% if subscriber.tags contains "vip" %}https://acme.example/vip{% else %}https://acme.example/standard{% endif %}">Our offer</a></p>',
-      '<ul>{% for t in subscriber.tags %}<li><a href="https://acme.example/t/{{ t }}">{{ t }}</a></li>{% endfor %}</ul>{% comment %}<p>draft</p>{% endcomment %}',
+      '<ul>{% for t in subscriber.tags %}<li>{{ t }}: <a href="https://acme.example/t/{{ t }}">more</a></li>{% endfor %}</ul>{% comment %}<p>draft</p>{% endcomment %}',
       "<table><tr>{% for t in subscriber.tags %}<td>{{ t }}<br></td>{% endfor %}</tr></table>",
     ]) {
       expect(compileCampaign(content({ html }), newsletter).text.kind, html).toBe("template");
@@ -304,6 +304,38 @@ describe("rendering", () => {
     }
     const once = render({ html: '<p><a href="{% if subscriber.tags contains "vip" %}https://acme.example/vip{% else %}https://acme.example/standard{% endif %}">Our offer</a></p>' });
     expect(once.text).toMatch(/^Our offer <https:\/\/acme\.example\/vip>\n/);
+  });
+
+  it("says in the text part what each reader's own html says, wherever the template's Liquid stands", () => {
+    // The reader's html, converted on its own: the words, links, bullets and numbers the text must have.
+    const said = (text: string) => text.replace(/\s+/g, " ").trim();
+    const ownText = (html: string | null) => said(htmlToText((html ?? "").slice(0, (html ?? "").lastIndexOf("<div"))));
+    const readers = [bob, { ...bob, name: null, tags: [], location: null, source: null }, { ...bob, name: "x", location: "https://acme.example/x" }];
+    for (const html of [
+      // Items in a branch of an ordered list, or in a comment there: numbered as the html numbers them.
+      '<ol><li>a</li>{% if subscriber.name == "x" %}<li>b</li>{% endif %}<li>c</li></ol>',
+      "<ol>{% comment %}<li>old</li>{% endcomment %}<li>news</li></ol>",
+      "<ol>{% unless subscriber.location %}<li>where?</li>{% endunless %}<li>{{ subscriber.email }}</li></ol>",
+      // Markup captured in one place and shown in another.
+      "{% capture items %}{% for t in subscriber.tags %}<li>{{ t }}</li>{% endfor %}<li>z</li>{% endcapture %}<ul>{{ items }}</ul>",
+      "{% capture q %}<blockquote>{{ subscriber.email }}</blockquote>{% endcapture %}<p>Said:</p>{{ q }}",
+      // A link whose URL is a value: left out where it is the link's text, or renders empty or #….
+      '<p><a href="{{ subscriber.location }}">{{ subscriber.location }}</a></p><p>end</p>',
+      '<p><a href="{{ subscriber.location }}">Map</a> <a href="#{{ subscriber.name }}">Top</a></p>',
+    ]) {
+      for (const reader of readers) {
+        const m = render({ html }, reader);
+        expect(said(m.text.slice(0, m.text.indexOf("--\nYou"))), `${html} for ${reader.name}`).toBe(ownText(m.html));
+      }
+    }
+    // Links to a fixed address or to unsubscribe_url, values in text, loops in an unordered list: read once.
+    for (const html of [
+      '<p>Hello {{ subscriber.name | default: "there" }}</p><a href="https://acme.example/a?e={{ subscriber.email }}">Read more</a><a href="{{ unsubscribe_url }}">Unsubscribe</a>',
+      "<ul>{% for t in subscriber.tags %}<li>{{ t }}</li>{% endfor %}</ul><ol><li>a</li><li>b</li></ol>",
+      '{% capture n %}{{ subscriber.name | upcase }}{% endcapture %}<p>{{ n }}</p>',
+    ]) {
+      expect(compileCampaign(content({ html }), newsletter).text.kind, html).toBe("template");
+    }
   });
 
   it("keeps mailto: links' scheme in the text part, and reads a table with header cells as rows, a layout table as blocks", () => {

@@ -138,46 +138,81 @@ const OPENS_BLOCK: ReadonlySet<string> = new Set(["if", "unless", "case", "for",
 const DIVIDES_BLOCK: ReadonlySet<string> = new Set(["elsif", "else", "when"]);
 /** Blocks whose content Liquid does not read: the tags in them are text, up to the first end tag. */
 const VERBATIM: ReadonlySet<string> = new Set(["comment", "raw"]);
+/** The one output whose value is known to be a URL (never empty, never `#…`, never a link's own text). */
+const UNSUBSCRIBE_URL = /^\{\{-?\s*unsubscribe_url\s*-?\}\}$/;
 
 /**
- * Whether every branch of the template's Liquid blocks (an if's, a case's, a loop's body, a comment)
- * holds whole elements: at each tag of a block (its start, each elsif/else/when, its end) the same
- * elements are open, as the converter's parser reads the masked html. The converter reads every
- * branch at once and writes what an element adds where the element ends (a link's URL after its
- * text): an element opened in one branch and ended outside it would put that into every message,
- * `{% if vip %}<a href="A">{% else %}<a href="B">{% endif %}Offer</a>` both URLs for every reader, and
- * a link left open in a comment its URL. Such a template's text is read from each message's html.
+ * Whether the text the converter reads from the masked template, its Liquid put back, says for every
+ * recipient what their own html says: the converter reads every branch at once, and decides some
+ * things from what a value will be. Not so, and the text is read from each message's html, when
+ * - a branch of a Liquid block (an if's, a case's, a loop's body, a comment) holds part of an
+ *   element: the same elements must be open at each of a block's tags (its start, each
+ *   elsif/else/when, its end), or the converter writes what the element adds where it ends, outside
+ *   the branch (`{% if vip %}<a href="A">{% else %}<a href="B">{% endif %}Offer</a>` would give every
+ *   reader both URLs; a link left open in a comment, its URL);
+ * - a capture holds markup: it is converted where it is written, not where it is shown (`<li>`
+ *   captured, then shown in a `<ul>`, would lose its bullet);
+ * - a Liquid tag stands inside an `<ol>`: the converter numbers the items it sees, all of a loop's
+ *   as one and those of every branch, where the html numbers those a recipient gets;
+ * - a link's `href` holds Liquid and either its text holds Liquid too (the URL is left out where it
+ *   is the link's text), or the `href` may render empty or as `#…` (left out then): unless it starts
+ *   with fixed text, or is `unsubscribe_url`.
+ * Elements are read as the converter's parser (htmlparser2) reads them.
  */
-const branchesHoldWholeElements = (masked: string, pieces: readonly string[]): boolean => {
-  // Where the open elements change, and the innermost then: an element's number stands for its
-  // ancestors too, so the same number means the same elements open.
-  const changes: { at: number; innermost: number }[] = [];
-  const open: number[] = [];
+const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
+  // Where the open elements change: the innermost then (its number stands for its ancestors too, so
+  // the same number means the same elements open), and whether an <ol> is among them.
+  const changes: { at: number; innermost: number; inOl: boolean }[] = [];
+  const open: { n: number; ol: boolean }[] = [];
   let numbered = 0;
+  let alike = true;
+  let link: { fixedHref: boolean; liquidText: boolean } | undefined;
+  const changed = () => changes.push({ at: parser.startIndex, innermost: open.at(-1)?.n ?? 0, inOl: open.some((e) => e.ol) });
   const parser = new Parser({
-    onopentag: () => {
-      open.push(++numbered);
-      changes.push({ at: parser.startIndex, innermost: numbered });
+    onopentag: (name, attributes) => {
+      open.push({ n: ++numbered, ol: name === "ol" });
+      changed();
+      if (name === "a") {
+        const href = (attributes.href ?? "").trim();
+        const only = /^\uE000(\d+)\uE001$/.exec(href)?.[1];
+        link = href.includes(OPEN)
+          ? { fixedHref: only !== undefined ? UNSUBSCRIBE_URL.test(pieces[Number(only)] ?? "") : !href.startsWith(OPEN) && !href.startsWith("#"), liquidText: false }
+          : undefined;
+      }
     },
-    onclosetag: () => {
+    ontext: (text) => {
+      if (link && text.includes(OPEN)) link.liquidText = true;
+    },
+    onclosetag: (name) => {
       open.pop();
-      changes.push({ at: parser.startIndex, innermost: open.at(-1) ?? 0 });
+      changed();
+      if (name === "a" && link) {
+        if (link.liquidText || !link.fixedHref) alike = false;
+        link = undefined;
+      }
     },
   });
   parser.end(masked);
-  const blocks: { name: string; innermost: number }[] = [];
+  if (!alike) return false;
+  const blocks: { name: string; innermost: number; elementsBefore: number }[] = [];
   let next = 0;
-  let innermost = 0;
+  let here = { innermost: 0, inOl: false };
   for (const m of masked.matchAll(PLACEHOLDER)) {
-    for (let change = changes[next]; change !== undefined && change.at <= m.index; change = changes[++next]) innermost = change.innermost;
-    const name = TAG_NAME.exec(pieces[Number(m[1])] ?? "")?.[1];
+    for (let change = changes[next]; change !== undefined && change.at <= m.index; change = changes[++next]) here = change;
+    const piece = pieces[Number(m[1])] ?? "";
+    const name = TAG_NAME.exec(piece)?.[1];
     const block = blocks.at(-1);
     if (name === undefined || (block && VERBATIM.has(block.name) && name !== `end${block.name}`)) continue;
-    if (OPENS_BLOCK.has(name)) blocks.push({ name, innermost });
+    if (here.inOl) return false;
+    if (OPENS_BLOCK.has(name)) blocks.push({ name, innermost: here.innermost, elementsBefore: next });
     else if (DIVIDES_BLOCK.has(name) || name.startsWith("end")) {
-      if (block === undefined || block.innermost !== innermost) return false;
-      if (name === `end${block.name}`) blocks.pop();
-      else if (name.startsWith("end")) return false;
+      if (block === undefined || block.innermost !== here.innermost) return false;
+      if (name !== `end${block.name}`) {
+        if (name.startsWith("end")) return false;
+      } else {
+        blocks.pop();
+        if (block.name === "capture" && next > block.elementsBefore) return false;
+      }
     }
   }
   return blocks.length === 0;
@@ -185,14 +220,14 @@ const branchesHoldWholeElements = (masked: string, pieces: readonly string[]): b
 
 /**
  * A text template derived from an html template; null when its Liquid does not survive conversion
- * or a branch of it holds part of an element (branchesHoldWholeElements).
+ * or the text would not say what each recipient's html says (readsAlikeOnce).
  */
 export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   if (htmlTemplate.includes(OPEN) || htmlTemplate.includes(CLOSE)) return null;
   const pieces: string[] = [];
   const masked = htmlTemplate.replace(LIQUID, (piece) => `${OPEN}${pieces.push(piece) - 1}${CLOSE}`);
   const text = toText(masked);
-  if (!branchesHoldWholeElements(masked, pieces)) return null;
+  if (!readsAlikeOnce(masked, pieces)) return null;
   let restored = 0;
   const result = text.replace(PLACEHOLDER, (_, index: string) => {
     restored++;
@@ -200,25 +235,6 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   });
   // A piece lost (inside a tag's attributes, say, or in <head>) would change the template's meaning.
   return restored === pieces.length ? result : null;
-};
-
-const LIST_OR_LIQUID = new RegExp(String.raw`<(/?)ol\b|${LIQUID.source}`, "gi");
-/** A tag that repeats what it holds: `for` and `tablerow`, on their own or inside a `liquid` tag. */
-const LOOP = /^\{%-?\s*(?:(?:for|tablerow)\b|liquid\b[\s\S]*\b(?:for|tablerow)\b)/;
-
-/**
- * Whether the html template repeats the items of an ordered list with a loop. Text derived from the
- * template would number them all "1." (the loop holds one `<li>`), so such a template's text is
- * derived from its rendered html instead. Read from the source as written: an `<ol>` in a comment
- * or a branch counts too, which costs only speed.
- */
-export const loopsInOrderedList = (htmlTemplate: string): boolean => {
-  let depth = 0;
-  for (const m of htmlTemplate.matchAll(LIST_OR_LIQUID)) {
-    if (m[0].startsWith("<")) depth = Math.max(0, depth + (m[1] ? -1 : 1));
-    else if (depth > 0 && LOOP.test(m[0])) return true;
-  }
-  return false;
 };
 
 /** One kind of line ending in a text part: text written with CRLF (or CR) gets LF, as the footer has. */

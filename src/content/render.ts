@@ -1,7 +1,7 @@
 import { type Template, TokenKind } from "liquidjs";
 import { BLOCK_AT, BLOCKS, type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, type MessageScope, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
-import { deriveTextTemplate, htmlToText, lineFeeds, loopsInOrderedList, NestedTooDeep, tidyText } from "./html-text";
+import { deriveTextTemplate, htmlToText, lineFeeds, NestedTooDeep, tidyText } from "./html-text";
 import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, TemplateError, type TemplateField } from "./validate";
@@ -35,8 +35,8 @@ type TextPart =
    */
   | { kind: "template"; part: Part; tidy: boolean; linked: boolean; derived: boolean }
   /**
-   * The html's Liquid did not survive conversion, makes markup of its own, or loops over an ordered
-   * list's items: its rendered html is converted per message.
+   * The html's Liquid did not survive conversion, makes markup of its own, or would not read the same
+   * once for every recipient (deriveTextTemplate): its rendered html is converted per message.
    */
   | { kind: "from_rendered_html"; html: Part }
   /** No html, no text: the preheader, else the subject, and the footer. */
@@ -91,9 +91,9 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
     const own = parseTemplate("text", content.text);
     text = { kind: "template", part: part([...own.templates, ...footerText], plainLayoutEngine), tidy: false, linked: own.globals.has("unsubscribe_url"), derived: false };
   } else if (content.html !== null) {
-    // Derived once, from the template, unless its Liquid makes markup (tablerow) or repeats an ordered
-    // list's items (their numbers come from the rendered list): then from each message's rendered html.
-    const derived = MARKUP_TAGS.test(content.html) || loopsInOrderedList(content.html) ? null : htmlProblem(() => deriveTextTemplate(content.html as string));
+    // Derived once, from the template, unless its Liquid makes markup (tablerow) or the text read once
+    // would not say what each recipient's html says (deriveTextTemplate): then from each message's html.
+    const derived = MARKUP_TAGS.test(content.html) ? null : htmlProblem(() => deriveTextTemplate(content.html as string));
     const templates = derived === null ? null : tryParse(derived);
     text = templates
       ? { kind: "template", part: part([...templates, ...footerText], plainLayoutEngine), tidy: derived?.includes("{%") === true, linked: htmlLinked, derived: true }
