@@ -310,7 +310,12 @@ describe("rendering", () => {
     // The reader's html, converted on its own: the words, links, bullets and numbers the text must have.
     const said = (text: string) => text.replace(/\s+/g, " ").trim();
     const ownText = (html: string | null) => said(htmlToText((html ?? "").slice(0, (html ?? "").lastIndexOf("<div"))));
-    const readers = [bob, { ...bob, name: null, tags: [], location: null, source: null }, { ...bob, name: "x", location: "https://acme.example/x" }];
+    const readers = [
+      bob,
+      { ...bob, name: null, tags: [], location: null, source: null },
+      { ...bob, name: "x", location: "https://acme.example/x" },
+      { ...bob, name: "https://example.com/x", tags: ["a", "b", "c", "d"] },
+    ];
     for (const html of [
       // Items in a branch of an ordered list, or in a comment there: numbered as the html numbers them.
       '<ol><li>a</li>{% if subscriber.name == "x" %}<li>b</li>{% endif %}<li>c</li></ol>',
@@ -322,6 +327,12 @@ describe("rendering", () => {
       // A link whose URL is a value: left out where it is the link's text, or renders empty or #….
       '<p><a href="{{ subscriber.location }}">{{ subscriber.location }}</a></p><p>end</p>',
       '<p><a href="{{ subscriber.location }}">Map</a> <a href="#{{ subscriber.name }}">Top</a></p>',
+      '<p><a href="https://example.com/x">{{ subscriber.name }}</a></p>',
+      // Whitespace control, which would trim the line breaks the converter writes between blocks.
+      "<p>Hello</p>{%- if true -%}<p>World</p>{%- endif -%}",
+      "<h2>Hi</h2>{{- subscriber.email }}<ul><li>a</li>{%- if true -%}<li>b</li>{%- endif -%}</ul>",
+      // A table with header cells, laid out in columns: a loop in one cell and a value in the next.
+      "<table><tr><th>Tags</th><th>Email</th></tr><tr><td>{% for t in subscriber.tags %}{{ t }}<br>{% endfor %}</td><td>{{ subscriber.email }}</td></tr></table>",
     ]) {
       for (const reader of readers) {
         const m = render({ html }, reader);

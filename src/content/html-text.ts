@@ -138,6 +138,8 @@ const OPENS_BLOCK: ReadonlySet<string> = new Set(["if", "unless", "case", "for",
 const DIVIDES_BLOCK: ReadonlySet<string> = new Set(["elsif", "else", "when"]);
 /** Blocks whose content Liquid does not read: the tags in them are text, up to the first end tag. */
 const VERBATIM: ReadonlySet<string> = new Set(["comment", "raw"]);
+/** A Liquid piece that trims the whitespace beside it. */
+const TRIMS = /^\{[{%]-|-[}%]\}$/;
 /** The one output whose value is known to be a URL (never empty, never `#…`, never a link's own text). */
 const UNSUBSCRIBE_URL = /^\{\{-?\s*unsubscribe_url\s*-?\}\}$/;
 
@@ -154,30 +156,46 @@ const UNSUBSCRIBE_URL = /^\{\{-?\s*unsubscribe_url\s*-?\}\}$/;
  *   captured, then shown in a `<ul>`, would lose its bullet);
  * - a Liquid tag stands inside an `<ol>`: the converter numbers the items it sees, all of a loop's
  *   as one and those of every branch, where the html numbers those a recipient gets;
- * - a link's `href` holds Liquid and either its text holds Liquid too (the URL is left out where it
- *   is the link's text), or the `href` may render empty or as `#…` (left out then): unless it starts
- *   with fixed text, or is `unsubscribe_url`.
+ * - Liquid stands inside a table with header cells: the converter lays such a table out in columns,
+ *   and a loop or branch in one cell would take the row's other cells with it;
+ * - a link's `href` holds Liquid and may render empty or as `#…` (the URL is left out then): unless
+ *   it starts with fixed text, or is `unsubscribe_url`; or a link's text holds Liquid (the URL is left
+ *   out where it is the link's text), unless its `href` is `unsubscribe_url`;
+ * - a tag trims the whitespace around it (`{%-`, `-}}`): it would also trim the line breaks the
+ *   converter writes between blocks.
  * Elements are read as the converter's parser (htmlparser2) reads them.
  */
 const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
+  if (pieces.some((piece) => TRIMS.test(piece))) return false;
   // Where the open elements change: the innermost then (its number stands for its ancestors too, so
-  // the same number means the same elements open), and whether an <ol> is among them.
-  const changes: { at: number; innermost: number; inOl: boolean }[] = [];
-  const open: { n: number; ol: boolean }[] = [];
+  // the same number means the same elements open), whether an <ol> is among them, and the tables.
+  type Here = { at: number; innermost: number; inOl: boolean; tables: number[] };
+  const changes: Here[] = [];
+  const open: { n: number; name: string }[] = [];
+  const dataTables = new Set<number>();
   let numbered = 0;
   let alike = true;
-  let link: { fixedHref: boolean; liquidText: boolean } | undefined;
-  const changed = () => changes.push({ at: parser.startIndex, innermost: open.at(-1)?.n ?? 0, inOl: open.some((e) => e.ol) });
+  let link: { liquidHref: boolean; fixedHref: boolean; unsubscribeHref: boolean; liquidText: boolean } | undefined;
+  const changed = () =>
+    changes.push({
+      at: parser.startIndex,
+      innermost: open.at(-1)?.n ?? 0,
+      inOl: open.some((e) => e.name === "ol"),
+      tables: open.filter((e) => e.name === "table").map((e) => e.n),
+    });
   const parser = new Parser({
     onopentag: (name, attributes) => {
-      open.push({ n: ++numbered, ol: name === "ol" });
+      if (name === "th") {
+        const table = open.findLast((e) => e.name === "table");
+        if (table) dataTables.add(table.n);
+      }
+      open.push({ n: ++numbered, name });
       changed();
       if (name === "a") {
         const href = (attributes.href ?? "").trim();
         const only = /^\uE000(\d+)\uE001$/.exec(href)?.[1];
-        link = href.includes(OPEN)
-          ? { fixedHref: only !== undefined ? UNSUBSCRIBE_URL.test(pieces[Number(only)] ?? "") : !href.startsWith(OPEN) && !href.startsWith("#"), liquidText: false }
-          : undefined;
+        const unsubscribeHref = only !== undefined && UNSUBSCRIBE_URL.test(pieces[Number(only)] ?? "");
+        link = { liquidHref: href.includes(OPEN), fixedHref: unsubscribeHref || (!href.startsWith(OPEN) && !href.startsWith("#")), unsubscribeHref, liquidText: false };
       }
     },
     ontext: (text) => {
@@ -187,7 +205,7 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
       open.pop();
       changed();
       if (name === "a" && link) {
-        if (link.liquidText || !link.fixedHref) alike = false;
+        if ((link.liquidHref && !link.fixedHref) || (link.liquidText && !link.unsubscribeHref)) alike = false;
         link = undefined;
       }
     },
@@ -196,9 +214,10 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
   if (!alike) return false;
   const blocks: { name: string; innermost: number; elementsBefore: number }[] = [];
   let next = 0;
-  let here = { innermost: 0, inOl: false };
+  let here: Omit<Here, "at"> = { innermost: 0, inOl: false, tables: [] };
   for (const m of masked.matchAll(PLACEHOLDER)) {
     for (let change = changes[next]; change !== undefined && change.at <= m.index; change = changes[++next]) here = change;
+    if (here.tables.some((table) => dataTables.has(table))) return false;
     const piece = pieces[Number(m[1])] ?? "";
     const name = TAG_NAME.exec(piece)?.[1];
     const block = blocks.at(-1);
