@@ -308,13 +308,20 @@ describe("rendering", () => {
 
   it("says in the text part what each reader's own html says, wherever the template's Liquid stands", () => {
     // The reader's html, converted on its own: the words, links, bullets and numbers the text must have.
-    const said = (text: string) => text.replace(/\s+/g, " ").trim();
+    // Line by line (a marker is on a line's start), spacing within a line and blank lines aside.
+    const said = (text: string) =>
+      text
+        .split("\n")
+        .map((line) => line.replace(/\s+/g, " ").trim())
+        .filter((line) => line !== "")
+        .join("\n");
     const ownText = (html: string | null) => said(htmlToText((html ?? "").slice(0, (html ?? "").lastIndexOf("<div"))));
     const readers = [
       bob,
       { ...bob, name: null, tags: [], location: null, source: null },
       { ...bob, name: "x", location: "https://acme.example/x" },
       { ...bob, name: "https://example.com/x", tags: ["a", "b", "c", "d"] },
+      { ...bob, name: "line one\nline two\r\nthree" },
     ];
     for (const html of [
       // Items in a branch of an ordered list, or in a comment there: numbered as the html numbers them.
@@ -328,6 +335,9 @@ describe("rendering", () => {
       '<p><a href="{{ subscriber.location }}">{{ subscriber.location }}</a></p><p>end</p>',
       '<p><a href="{{ subscriber.location }}">Map</a> <a href="#{{ subscriber.name }}">Top</a></p>',
       '<p><a href="https://example.com/x">{{ subscriber.name }}</a></p>',
+      // A value's line breaks, which html shows as spaces (but in a <pre>).
+      "<blockquote><p>{{ subscriber.name }}</p></blockquote><ul><li>{{ subscriber.name }}</li></ul>",
+      "<pre>{{ subscriber.name }}\n{{ subscriber.email }}</pre>",
       // Whitespace control, which would trim the line breaks the converter writes between blocks.
       "<p>Hello</p>{%- if true -%}<p>World</p>{%- endif -%}",
       "<h2>Hi</h2>{{- subscriber.email }}<ul><li>a</li>{%- if true -%}<li>b</li>{%- endif -%}</ul>",

@@ -162,14 +162,16 @@ const UNSUBSCRIBE_URL = /^\{\{-?\s*unsubscribe_url\s*-?\}\}$/;
  *   it starts with fixed text, or is `unsubscribe_url`; or a link's text holds Liquid (the URL is left
  *   out where it is the link's text), unless its `href` is `unsubscribe_url`;
  * - a tag trims the whitespace around it (`{%-`, `-}}`): it would also trim the line breaks the
- *   converter writes between blocks.
+ *   converter writes between blocks;
+ * - Liquid stands inside a `<pre>`, whose line breaks html keeps (elsewhere a value's line breaks
+ *   print as spaces: asHtmlShowsIt).
  * Elements are read as the converter's parser (htmlparser2) reads them.
  */
 const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
   if (pieces.some((piece) => TRIMS.test(piece))) return false;
   // Where the open elements change: the innermost then (its number stands for its ancestors too, so
   // the same number means the same elements open), whether an <ol> is among them, and the tables.
-  type Here = { at: number; innermost: number; inOl: boolean; tables: number[] };
+  type Here = { at: number; innermost: number; inOl: boolean; inPre: boolean; tables: number[] };
   const changes: Here[] = [];
   const open: { n: number; name: string }[] = [];
   const dataTables = new Set<number>();
@@ -181,6 +183,7 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
       at: parser.startIndex,
       innermost: open.at(-1)?.n ?? 0,
       inOl: open.some((e) => e.name === "ol"),
+      inPre: open.some((e) => e.name === "pre"),
       tables: open.filter((e) => e.name === "table").map((e) => e.n),
     });
   const parser = new Parser({
@@ -214,10 +217,10 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
   if (!alike) return false;
   const blocks: { name: string; innermost: number; elementsBefore: number }[] = [];
   let next = 0;
-  let here: Omit<Here, "at"> = { innermost: 0, inOl: false, tables: [] };
+  let here: Omit<Here, "at"> = { innermost: 0, inOl: false, inPre: false, tables: [] };
   for (const m of masked.matchAll(PLACEHOLDER)) {
     for (let change = changes[next]; change !== undefined && change.at <= m.index; change = changes[++next]) here = change;
-    if (here.tables.some((table) => dataTables.has(table))) return false;
+    if (here.inPre || here.tables.some((table) => dataTables.has(table))) return false;
     const piece = pieces[Number(m[1])] ?? "";
     const name = TAG_NAME.exec(piece)?.[1];
     const block = blocks.at(-1);
@@ -250,7 +253,7 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   let restored = 0;
   const result = text.replace(PLACEHOLDER, (_, index: string) => {
     restored++;
-    return withoutHtmlEscaping(pieces[Number(index)] ?? "");
+    return asHtmlShowsIt(pieces[Number(index)] ?? "");
   });
   // A piece lost (inside a tag's attributes, say, or in <head>) would change the template's meaning.
   return restored === pieces.length ? result : null;
@@ -266,6 +269,16 @@ export const lineFeeds = (text: string): string => (text.includes("\r") ? text.r
  */
 const withoutHtmlEscaping = (piece: string) =>
   piece.startsWith("{{") ? piece.replace(/\|\s*escape(?:_once)?\s*(?=\||-?\}\}$)/g, "") : piece;
+
+/**
+ * An output of the html as the text shows it, its line breaks as spaces: html shows a value's line
+ * breaks as spaces (outside `<pre>`, whose Liquid takes the other path), and a line break left in
+ * would end a quoted or listed line early (`> line one`, then `line two` unquoted).
+ */
+const asHtmlShowsIt = (piece: string) => {
+  const output = withoutHtmlEscaping(piece);
+  return output.startsWith("{{") && output.endsWith("}}") ? `${output.slice(0, -2)} | replace: "\r", " " | replace: "\n", " " }}` : output;
+};
 
 /** Blank lines left by tags that rendered nothing collapse to one; no trailing space; LF line endings. */
 export const tidyText = (text: string): string =>
