@@ -102,7 +102,33 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
     text = { kind: "fallback" };
   }
   const address = addressFooters(newsletter.address, content.html ?? "", content.text ?? content.html ?? "");
-  return { subject, preheader, html, htmlLinked, text, newsletter, blocks: serviceBlocks(newsletter), address, outputs: slots?.size ?? 0 };
+  const compiled = { subject, preheader, html, htmlLinked, text, newsletter, blocks: serviceBlocks(newsletter), address, outputs: slots?.size ?? 0 };
+  if (text.kind !== "template" || !text.derived) return compiled;
+  // The text read once is tried on a few readers against their own html, converted: what the
+  // checks before missed, it shows here (for these readers), and the text is read per message.
+  const perMessage: TextPart = { kind: "from_rendered_html", html: part(ownHtml, htmlEngine) };
+  const outputs = slots?.size ?? 0;
+  return readsAlikeForTrialReaders({ ...compiled, outputs }, { ...compiled, text: perMessage, outputs }) ? { ...compiled, outputs } : { ...compiled, text: perMessage, outputs };
+};
+
+/** The readers a text read once is tried on: the sample subscriber, and one with every optional field empty. */
+const TRIAL_READERS: readonly Recipient[] = [SAMPLE_RECIPIENT, { email: "reader@example.com", name: null, tags: [], location: null, source: null }];
+const TRIAL_URL = "https://unsubscribe.example/u/trial";
+
+/**
+ * What a text part says: its words, links, bullets and numbers in order, whatever the spacing (the
+ * text read once is wrapped before its values are known, so its lines break elsewhere).
+ */
+const wordsOf = (text: string) => text.replace(/\s+/g, " ").trim();
+
+const readsAlikeForTrialReaders = (once: CompiledCampaign, perMessage: CompiledCampaign): boolean => {
+  try {
+    return TRIAL_READERS.every((reader) => wordsOf(renderMessage(once, reader, TRIAL_URL).text) === wordsOf(renderMessage(perMessage, reader, TRIAL_URL).text));
+  } catch (err) {
+    // Not renderable for a trial reader: the checks on save say why (with the sample); the text read once stands.
+    if (err instanceof TemplateError) return true;
+    throw err;
+  }
 };
 
 /** The source ranges of a parsed template's top-level text: where the service's markers may go. */
