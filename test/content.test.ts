@@ -338,6 +338,10 @@ describe("rendering", () => {
       // A value's line breaks, which html shows as spaces (but in a <pre>).
       "<blockquote><p>{{ subscriber.name }}</p></blockquote><ul><li>{{ subscriber.name }}</li></ul>",
       "<pre>{{ subscriber.name }}\n{{ subscriber.email }}</pre>",
+      "<blockquote>{% echo subscriber.name %}</blockquote><blockquote>{% cycle subscriber.name, 'b' %}</blockquote>",
+      "<blockquote>{% liquid\necho subscriber.name\n%}</blockquote>",
+      // Liquid shown as text by raw, as written.
+      "<p>{% raw %}{{ name }} {{ x | escape }}{% endraw %}</p><p>{{ subscriber.email | escape }}</p>",
       // Whitespace control, which would trim the line breaks the converter writes between blocks.
       "<p>Hello</p>{%- if true -%}<p>World</p>{%- endif -%}",
       "<h2>Hi</h2>{{- subscriber.email }}<ul><li>a</li>{%- if true -%}<li>b</li>{%- endif -%}</ul>",

@@ -138,6 +138,8 @@ const OPENS_BLOCK: ReadonlySet<string> = new Set(["if", "unless", "case", "for",
 const DIVIDES_BLOCK: ReadonlySet<string> = new Set(["elsif", "else", "when"]);
 /** Blocks whose content Liquid does not read: the tags in them are text, up to the first end tag. */
 const VERBATIM: ReadonlySet<string> = new Set(["comment", "raw"]);
+/** A tag that writes a value (`echo`, `cycle`, or a `liquid` tag holding one), whose line breaks asHtmlShowsIt cannot reach. */
+const WRITES_VALUE = /^\{%-?\s*(?:echo|cycle)\b|^\{%-?\s*liquid\b[\s\S]*\b(?:echo|cycle)\b/;
 /** A Liquid piece that trims the whitespace beside it. */
 const TRIMS = /^\{[{%]-|-[}%]\}$/;
 /** The one output whose value is known to be a URL (never empty, never `#…`, never a link's own text). */
@@ -164,7 +166,7 @@ const UNSUBSCRIBE_URL = /^\{\{-?\s*unsubscribe_url\s*-?\}\}$/;
  * - a tag trims the whitespace around it (`{%-`, `-}}`): it would also trim the line breaks the
  *   converter writes between blocks;
  * - Liquid stands inside a `<pre>`, whose line breaks html keeps (elsewhere a value's line breaks
- *   print as spaces: asHtmlShowsIt).
+ *   print as spaces: asHtmlShowsIt), or a tag writes a value (`echo`, `cycle`), which that cannot reach.
  * Elements are read as the converter's parser (htmlparser2) reads them.
  */
 const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
@@ -225,7 +227,7 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
     const name = TAG_NAME.exec(piece)?.[1];
     const block = blocks.at(-1);
     if (name === undefined || (block && VERBATIM.has(block.name) && name !== `end${block.name}`)) continue;
-    if (here.inOl) return false;
+    if (here.inOl || WRITES_VALUE.test(piece)) return false;
     if (OPENS_BLOCK.has(name)) blocks.push({ name, innermost: here.innermost, elementsBefore: next });
     else if (DIVIDES_BLOCK.has(name) || name.startsWith("end")) {
       if (block === undefined || block.innermost !== here.innermost) return false;
@@ -240,6 +242,20 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
   return blocks.length === 0;
 };
 
+/** The pieces inside a raw or comment block, by number: text to Liquid, not tags or outputs. */
+const verbatimPieces = (pieces: readonly string[]): ReadonlySet<number> => {
+  const inside = new Set<number>();
+  let block: string | undefined;
+  pieces.forEach((piece, i) => {
+    const name = TAG_NAME.exec(piece)?.[1];
+    if (block === undefined) {
+      if (name !== undefined && VERBATIM.has(name)) block = name;
+    } else if (name === `end${block}`) block = undefined;
+    else inside.add(i);
+  });
+  return inside;
+};
+
 /**
  * A text template derived from an html template; null when its Liquid does not survive conversion
  * or the text would not say what each recipient's html says (readsAlikeOnce).
@@ -250,10 +266,13 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   const masked = htmlTemplate.replace(LIQUID, (piece) => `${OPEN}${pieces.push(piece) - 1}${CLOSE}`);
   const text = toText(masked);
   if (!readsAlikeOnce(masked, pieces)) return null;
+  const inVerbatim = verbatimPieces(pieces);
   let restored = 0;
   const result = text.replace(PLACEHOLDER, (_, index: string) => {
     restored++;
-    return asHtmlShowsIt(pieces[Number(index)] ?? "");
+    const piece = pieces[Number(index)] ?? "";
+    // In a raw block, `{{ … }}` is text: back as written.
+    return inVerbatim.has(Number(index)) ? piece : asHtmlShowsIt(piece);
   });
   // A piece lost (inside a tag's attributes, say, or in <head>) would change the template's meaning.
   return restored === pieces.length ? result : null;
