@@ -179,7 +179,7 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
   const dataTables = new Set<number>();
   let numbered = 0;
   let alike = true;
-  let link: { liquidHref: boolean; fixedHref: boolean; unsubscribeHref: boolean; liquidText: boolean } | undefined;
+  let link: { href: string; liquidHref: boolean; fixedHref: boolean; unsubscribeHref: boolean; text: string } | undefined;
   const changed = () =>
     changes.push({
       at: parser.startIndex,
@@ -200,17 +200,21 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
         const href = (attributes.href ?? "").trim();
         const only = /^\uE000(\d+)\uE001$/.exec(href)?.[1];
         const unsubscribeHref = only !== undefined && UNSUBSCRIBE_URL.test(pieces[Number(only)] ?? "");
-        link = { liquidHref: href.includes(OPEN), fixedHref: unsubscribeHref || (!href.startsWith(OPEN) && !href.startsWith("#")), unsubscribeHref, liquidText: false };
+        link = { href, liquidHref: href.includes(OPEN), fixedHref: unsubscribeHref || (!href.startsWith(OPEN) && !href.startsWith("#")), unsubscribeHref, text: "" };
       }
     },
     ontext: (text) => {
-      if (link && text.includes(OPEN)) link.liquidText = true;
+      if (link) link.text += text;
     },
     onclosetag: (name) => {
       open.pop();
       changed();
       if (name === "a" && link) {
-        if ((link.liquidHref && !link.fixedHref) || (link.liquidText && !link.unsubscribeHref)) alike = false;
+        const text = link.text.trim();
+        // A fixed text the Liquid href may render as (`https://x.example/{{ p }}` shown as `https://x.example/abc`).
+        const fixed = link.liquidHref ? link.href.slice(0, link.href.indexOf(OPEN)) : "";
+        const textMayBeHref = fixed !== "" && text.startsWith(fixed);
+        if ((link.liquidHref && !link.fixedHref) || (text.includes(OPEN) && !link.unsubscribeHref) || textMayBeHref) alike = false;
         link = undefined;
       }
     },
