@@ -1,7 +1,8 @@
 import { type Template, TokenKind } from "liquidjs";
 import { BLOCK_AT, BLOCKS, type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, type MessageScope, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
-import { deriveTextTemplate, htmlToText, lineFeeds, NestedTooDeep, tidyText } from "./html-text";
+import { htmlToText, lineFeeds, NestedTooDeep, tidyText } from "./html-text";
+import { deriveTextTemplate } from "./text-once";
 import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, TemplateError, type TemplateField } from "./validate";
