@@ -43,8 +43,9 @@ const UNSUBSCRIBE_URL = /^\{\{-?\s*unsubscribe_url\s*-?\}\}$/;
  * - Liquid stands inside a table with header cells: the converter lays such a table out in columns,
  *   and a loop or branch in one cell would take the row's other cells with it;
  * - a link's `href` holds Liquid and may render empty or as `#…` (the URL is left out then): unless
- *   it starts with fixed text, or is `unsubscribe_url`; or a link's text holds Liquid (the URL is left
- *   out where it is the link's text), unless its `href` is `unsubscribe_url`;
+ *   it starts with fixed text, or is `unsubscribe_url`; or the URL may be the link's text (left out
+ *   then): a text holding Liquid, unless the `href` is `unsubscribe_url`, or a fixed text that starts
+ *   as the `href` does;
  * - a tag trims the whitespace around it (`{%-`, `-}}`): it would also trim the line breaks the
  *   converter writes between blocks;
  * - Liquid stands inside a `<pre>`, whose line breaks html keeps (elsewhere a value's line breaks
