@@ -337,6 +337,10 @@ describe("rendering", () => {
       '<p><a href="https://example.com/x">{{ subscriber.name }}</a></p>',
       '<p><a href="https://example.com/{{ subscriber.tags | first }}">https://example.com/vip</a></p>',
       '<p><a href="https://e.com/{{ subscriber.email }}">https://e.com/bob@example.com</a></p>',
+      '<p><a href="https://e.com/{{ subscriber.email }}">https:// e.com/bob@&#8203;example.com</a></p>',
+      // A link inside a link.
+      '<a href="https://e.com/{{ subscriber.email }}"><a></a>https://e.com/bob@example.com</a>',
+      '<p><a href="https://example.com/x"><a></a>{{ subscriber.name | default: "friend" }}</a></p>',
       // A value's line breaks, which html shows as spaces (but in a <pre>).
       "<blockquote><p>{{ subscriber.name }}</p></blockquote><ul><li>{{ subscriber.name }}</li></ul>",
       "<pre>{{ subscriber.name }}\n{{ subscriber.email }}</pre>",

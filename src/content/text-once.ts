@@ -24,6 +24,8 @@ const VERBATIM: ReadonlySet<string> = new Set(["comment", "raw"]);
 const WRITES_VALUE = /^\{%-?\s*(?:echo|cycle)\b|^\{%-?\s*liquid\b[\s\S]*\b(?:echo|cycle)\b/;
 /** A Liquid piece that trims the whitespace beside it. */
 const TRIMS = /^\{[{%]-|-[}%]\}$/;
+/** Text without its spacing, zero-width characters included. */
+const squeezed = (text: string) => text.replace(/[\s\u200b-\u200d\u2060\ufeff]+/g, "");
 /** The one output whose value is known to be a URL (never empty, never `#…`, never a link's own text). */
 const UNSUBSCRIBE_URL = /^\{\{-?\s*unsubscribe_url\s*-?\}\}$/;
 
@@ -80,6 +82,8 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
       open.push({ n: ++numbered, name });
       changed();
       if (name === "a") {
+        // A link inside a link: which one the converter keeps is not worth reading out.
+        if (link) alike = false;
         const href = (attributes.href ?? "").trim();
         const only = /^\uE000(\d+)\uE001$/.exec(href)?.[1];
         const unsubscribeHref = only !== undefined && UNSUBSCRIBE_URL.test(pieces[Number(only)] ?? "");
@@ -94,9 +98,10 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
       changed();
       if (name === "a" && link) {
         const text = link.text.trim();
-        // A fixed text the Liquid href may render as (`https://x.example/{{ p }}` shown as `https://x.example/abc`).
-        const fixed = link.liquidHref ? link.href.slice(0, link.href.indexOf(OPEN)) : "";
-        const textMayBeHref = fixed !== "" && text.startsWith(fixed);
+        // A fixed text the Liquid href may render as (`https://x.example/{{ p }}` shown as
+        // `https://x.example/abc`), compared as the converter compares them: spacing aside.
+        const fixed = link.liquidHref ? squeezed(link.href.slice(0, link.href.indexOf(OPEN))) : "";
+        const textMayBeHref = fixed !== "" && squeezed(text).startsWith(fixed);
         if ((link.liquidHref && !link.fixedHref) || (text.includes(OPEN) && !link.unsubscribeHref) || textMayBeHref) alike = false;
         link = undefined;
       }
