@@ -112,8 +112,12 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   return readsAlikeForTrialReaders({ ...compiled, outputs }, { ...compiled, text: perMessage, outputs }) ? { ...compiled, outputs } : { ...compiled, text: perMessage, outputs };
 };
 
-/** The readers a text read once is tried on: the sample subscriber, and one with every optional field empty. */
-const TRIAL_READERS: readonly Recipient[] = [SAMPLE_RECIPIENT, { email: "reader@example.com", name: null, tags: [], location: null, source: null }];
+/** The readers a text read once is tried on: the sample subscriber, one with every optional field empty, one with every field set. */
+const TRIAL_READERS: readonly Recipient[] = [
+  SAMPLE_RECIPIENT,
+  { email: "reader@example.com", name: null, tags: [], location: null, source: null },
+  { email: "trial@example.com", name: "Trial Reader", tags: ["news", "vip"], location: "Paris", source: "import" },
+];
 const TRIAL_URL = "https://unsubscribe.example/u/trial";
 
 /**

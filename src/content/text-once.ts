@@ -24,6 +24,8 @@ const VERBATIM: ReadonlySet<string> = new Set(["comment", "raw"]);
 const WRITES_VALUE = /^\{%-?\s*(?:echo|cycle)\b|^\{%-?\s*liquid\b[\s\S]*\b(?:echo|cycle)\b/;
 /** A Liquid piece that trims the whitespace beside it. */
 const TRIMS = /^\{[{%]-|-[}%]\}$/;
+/** Elements whose text the converter does not print. */
+const UNPRINTED: ReadonlySet<string> = new Set(["style", "script", "title"]);
 /** Text without its spacing, zero-width characters included. */
 const squeezed = (text: string) => text.replace(/[\s\u200b-\u200d\u2060\ufeff]+/g, "");
 /** The one output whose value is known to be a URL (never empty, never `#…`, never a link's own text). */
@@ -46,7 +48,7 @@ const UNSUBSCRIBE_URL = /^\{\{-?\s*unsubscribe_url\s*-?\}\}$/;
  *   and a loop or branch in one cell would take the row's other cells with it;
  * - a link's `href` holds Liquid and may render empty or as `#…` (the URL is left out then): unless
  *   it starts with fixed text, or is `unsubscribe_url`; or the URL may be the link's text (left out
- *   then): a text holding Liquid, unless the `href` is `unsubscribe_url`, or a fixed text that starts
+ *   then, and shown bare where the text is empty): a text holding Liquid, or a fixed text that starts
  *   as the `href` does;
  * - a tag trims the whitespace around it (`{%-`, `-}}`): it would also trim the line breaks the
  *   converter writes between blocks;
@@ -91,7 +93,8 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
       }
     },
     ontext: (text) => {
-      if (link) link.text += text;
+      // What the converter prints of the link: not a style's, a script's or a title's text.
+      if (link && !open.some((e) => UNPRINTED.has(e.name))) link.text += text;
     },
     onclosetag: (name) => {
       open.pop();
@@ -102,7 +105,7 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
         // `https://x.example/abc`), compared as the converter compares them: spacing aside.
         const fixed = link.liquidHref ? squeezed(link.href.slice(0, link.href.indexOf(OPEN))) : "";
         const textMayBeHref = fixed !== "" && squeezed(text).startsWith(fixed);
-        if ((link.liquidHref && !link.fixedHref) || (text.includes(OPEN) && !link.unsubscribeHref) || textMayBeHref) alike = false;
+        if ((link.liquidHref && !link.fixedHref) || text.includes(OPEN) || textMayBeHref) alike = false;
         link = undefined;
       }
     },
@@ -157,7 +160,9 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   const pieces: string[] = [];
   const masked = htmlTemplate.replace(LIQUID, (piece) => `${OPEN}${pieces.push(piece) - 1}${CLOSE}`);
   const text = toText(masked);
-  if (!readsAlikeOnce(masked, pieces)) return null;
+  // Liquid the html shows as text (`&#123;&#123; x &#125;&#125;`, `{<b></b>{ x }}`) would be Liquid
+  // to the text template: such text is left to each message's html.
+  if (/\{[{%]/.test(text) || !readsAlikeOnce(masked, pieces)) return null;
   const inVerbatim = verbatimPieces(pieces);
   let restored = 0;
   const result = text.replace(PLACEHOLDER, (_, index: string) => {
