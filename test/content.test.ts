@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type CampaignContent, compileCampaign, renderMessage, SAMPLE_RECIPIENT, validateCampaignContent } from "../src/content";
+import { BENCH_TEMPLATE } from "../bench/worker/bench.content";
 import { htmlToText } from "../src/content/html-text";
 import { bob, content, newsletter, render, URL } from "./content.fixtures";
 
@@ -365,6 +366,8 @@ describe("rendering", () => {
         expect(said(before(m.text, "\n--\n")), `${html} for ${reader.name}`).toBe(ownText(m.html));
       }
     }
+    // The benchmark's newsletter (a 20 KB layout of tables, five values, a link to unsubscribe_url) reads its text once.
+    expect(compileCampaign({ ...BENCH_TEMPLATE, text: null }, newsletter).text.kind).toBe("template");
     // Links to a fixed address or to unsubscribe_url, values in text, loops in an unordered list: read once.
     for (const html of [
       '<p>Hello {{ subscriber.name | default: "there" }}</p><a href="https://acme.example/a?e={{ subscriber.email }}">Read more</a><a href="{{ unsubscribe_url }}">Unsubscribe</a>',
