@@ -111,7 +111,6 @@ const endsInString = (piece: string): boolean => {
   return quote !== undefined;
 };
 
-
 /** The source read (kept for the last source: a template's outputs are placed in turn). */
 export const maskedSource = (source: string): Masking => {
   if (masking?.source !== source) {

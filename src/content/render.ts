@@ -103,13 +103,15 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
     text = { kind: "fallback" };
   }
   const address = addressFooters(newsletter.address, content.html ?? "", content.text ?? content.html ?? "");
-  const compiled = { subject, preheader, html, htmlLinked, text, newsletter, blocks: serviceBlocks(newsletter), address, outputs: slots?.size ?? 0 };
-  if (text.kind !== "template" || !text.derived) return compiled;
+  const common = { subject, preheader, html, htmlLinked, newsletter, blocks: serviceBlocks(newsletter), address };
+  if (text.kind !== "template" || !text.derived) return { ...common, text, outputs: slots?.size ?? 0 };
   // The text read once is tried on a few readers against their own html, converted: what the
   // checks before missed, it shows here (for these readers), and the text is read per message.
   const perMessage: TextPart = { kind: "from_rendered_html", html: part(ownHtml, htmlEngine) };
   const outputs = slots?.size ?? 0;
-  return readsAlikeForTrialReaders({ ...compiled, outputs }, { ...compiled, text: perMessage, outputs }) ? { ...compiled, outputs } : { ...compiled, text: perMessage, outputs };
+  const once = { ...common, text, outputs };
+  const eachMessage = { ...common, text: perMessage, outputs };
+  return readsAlikeForTrialReaders(once, eachMessage) ? once : eachMessage;
 };
 
 /** The readers a text read once is tried on: the sample subscriber, one with every optional field empty, one with every field set. */

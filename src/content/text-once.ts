@@ -56,7 +56,7 @@ const UNSUBSCRIBE_URL = /^\{\{-?\s*unsubscribe_url\s*-?\}\}$/;
  *   print as spaces: asHtmlShowsIt), or a tag writes a value (`echo`, `cycle`), which that cannot reach.
  * Elements are read as the converter's parser (htmlparser2) reads them.
  */
-const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
+const readsAlikeOnce = (masked: string, pieces: readonly string[], inVerbatim: ReadonlySet<number>): boolean => {
   if (pieces.some((piece) => TRIMS.test(piece))) return false;
   // Where the open elements change: the innermost then (its number stands for its ancestors too, so
   // the same number means the same elements open), whether an <ol> is among them, and the tables.
@@ -66,7 +66,7 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
   const dataTables = new Set<number>();
   let numbered = 0;
   let alike = true;
-  let link: { href: string; liquidHref: boolean; fixedHref: boolean; unsubscribeHref: boolean; text: string } | undefined;
+  let link: { href: string; text: string } | undefined;
   const changed = () =>
     changes.push({
       at: parser.startIndex,
@@ -86,10 +86,7 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
       if (name === "a") {
         // A link inside a link: which one the converter keeps is not worth reading out.
         if (link) alike = false;
-        const href = (attributes.href ?? "").trim();
-        const only = /^\uE000(\d+)\uE001$/.exec(href)?.[1];
-        const unsubscribeHref = only !== undefined && UNSUBSCRIBE_URL.test(pieces[Number(only)] ?? "");
-        link = { href, liquidHref: href.includes(OPEN), fixedHref: unsubscribeHref || (!href.startsWith(OPEN) && !href.startsWith("#")), unsubscribeHref, text: "" };
+        link = { href: (attributes.href ?? "").trim(), text: "" };
       }
     },
     ontext: (text) => {
@@ -100,12 +97,7 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
       open.pop();
       changed();
       if (name === "a" && link) {
-        const text = link.text.trim();
-        // A fixed text the Liquid href may render as (`https://x.example/{{ p }}` shown as
-        // `https://x.example/abc`), compared as the converter compares them: spacing aside.
-        const fixed = link.liquidHref ? squeezed(link.href.slice(0, link.href.indexOf(OPEN))) : "";
-        const textMayBeHref = fixed !== "" && squeezed(text).startsWith(fixed);
-        if ((link.liquidHref && !link.fixedHref) || text.includes(OPEN) || textMayBeHref) alike = false;
+        if (!linkReadsAlike(link.href, link.text, pieces)) alike = false;
         link = undefined;
       }
     },
@@ -121,7 +113,7 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
     const piece = pieces[Number(m[1])] ?? "";
     const name = TAG_NAME.exec(piece)?.[1];
     const block = blocks.at(-1);
-    if (name === undefined || (block && VERBATIM.has(block.name) && name !== `end${block.name}`)) continue;
+    if (name === undefined || inVerbatim.has(Number(m[1]))) continue;
     if (here.inOl || WRITES_VALUE.test(piece)) return false;
     if (OPENS_BLOCK.has(name)) blocks.push({ name, innermost: here.innermost, elementsBefore: next });
     else if (DIVIDES_BLOCK.has(name) || name.startsWith("end")) {
@@ -135,6 +127,24 @@ const readsAlikeOnce = (masked: string, pieces: readonly string[]): boolean => {
     }
   }
   return blocks.length === 0;
+};
+
+/**
+ * Whether the converter decides a link's URL (shown, left out, shown bare) the same for every value
+ * of its Liquid: an `href` holding Liquid must start with fixed text that is not `#…` (or be
+ * `unsubscribe_url`), and the URL must never be the link's text, so the text holds no Liquid, nor
+ * starts as the `href`'s fixed text does (`https://x.example/{{ p }}` shown as `https://x.example/abc`),
+ * compared as the converter compares them: spacing aside.
+ */
+const linkReadsAlike = (href: string, linkText: string, pieces: readonly string[]): boolean => {
+  const text = linkText.trim();
+  if (text.includes(OPEN)) return false;
+  const liquidAt = href.indexOf(OPEN);
+  if (liquidAt < 0) return true;
+  const only = /^\uE000(\d+)\uE001$/.exec(href)?.[1];
+  if (only !== undefined) return UNSUBSCRIBE_URL.test(pieces[Number(only)] ?? "");
+  const fixed = squeezed(href.slice(0, liquidAt));
+  return fixed !== "" && !fixed.startsWith("#") && !squeezed(text).startsWith(fixed);
 };
 
 /** The pieces inside a raw or comment block, by number: text to Liquid, not tags or outputs. */
@@ -162,8 +172,8 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   const text = toText(masked);
   // Liquid the html shows as text (`&#123;&#123; x &#125;&#125;`, `{<b></b>{ x }}`) would be Liquid
   // to the text template: such text is left to each message's html.
-  if (/\{[{%]/.test(text) || !readsAlikeOnce(masked, pieces)) return null;
   const inVerbatim = verbatimPieces(pieces);
+  if (/\{[{%]/.test(text) || !readsAlikeOnce(masked, pieces, inVerbatim)) return null;
   let restored = 0;
   const result = text.replace(PLACEHOLDER, (_, index: string) => {
     restored++;
