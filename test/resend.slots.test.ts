@@ -48,15 +48,17 @@ const runSlot = async (delayMs: number, stillAskable: boolean[]) => {
 
 describe("awaitSlot", () => {
   it("leaves on the look it made just before confirming when the start is the slot", async () => {
-    const { late, journal } = await run(0);
-    expect(late).toBeUndefined();
+    const { late, journal, leftAfterMs } = await run(0);
+    // It leaves, on the start the pacer recorded (which it tells the pacer about once answered).
+    expect(late).toEqual({ kind: "leave", start: expect.any(Number) });
+    expect(leftAfterMs).toBe(LEAD_MS);
     expect(journal).toEqual(["look"]);
   });
 
   it("looks again just before a start the pacer put well after the look, withdrawing the stale look's number first", async () => {
     const delay = 700;
     const { late, journal, lookedAt, leftAfterMs } = await run(delay);
-    expect(late).toBeUndefined();
+    expect(late).toEqual({ kind: "leave", start: expect.any(Number) });
     expect(journal).toEqual(["look", "withdrawn", "look"]);
     // The second look is within the freshness bound of the departure.
     expect(leftAfterMs - (lookedAt[1] as number)).toBeLessThanOrEqual(FRESH_LOOK_MS);
@@ -65,6 +67,7 @@ describe("awaitSlot", () => {
 
   it("sends nothing when nobody is left at the second look", async () => {
     const { late, journal } = await run(700, [true, false]);
+    // Nothing leaves.
     expect(late).toBeUndefined();
     expect(journal).toEqual(["look", "withdrawn", "look"]);
   });

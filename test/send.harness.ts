@@ -127,7 +127,7 @@ export const pacerStub = (
 ) =>
   ({
     idFromName: () => ({}),
-    get: () => ({ reserve, pause: async () => undefined, confirm, restart: async () => Date.now() }),
+    get: () => ({ reserve, pause: async () => undefined, confirm, restart: async () => Date.now(), answered: async () => undefined }),
   }) as unknown as Env["RESEND_PACER"];
 
 /** Each of the first `count` seeded addresses (user0@example.com, …) got exactly one copy. */

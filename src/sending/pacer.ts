@@ -3,22 +3,39 @@ import { DurableObject } from "cloudflare:workers";
 // Resend limits the whole account (RESEND_MAX_RPS requests a second), while sends run in many queue
 // consumer invocations at once, in many isolates. One Durable Object instance (by name) is the single
 // place that knows when the next request may leave: each caller reserves a slot before its request
-// and waits until then. Slots are spaced just over 1000 / rps ms apart; what keeps every second at
-// `rps` request starts or fewer is the record of the starts confirmed (below). A 429 pauses every
-// caller until its Retry-After has passed, those holding a slot inside the pause included: a caller confirms its slot just before it comes, and reserves again if
-// a pause has covered it since. Confirming records the moment the request leaves: its slot, or, for a
-// caller that comes late, the earliest moment that keeps every sliding second at `rps` starts (a
-// caller that woke late cannot crowd the callers that kept time; it waits the few ms it must). A
-// caller that cannot leave at the start recorded for it (its isolate busy, the answer slow) says so
-// before leaving, and its start moves likewise.
+// and waits until then. What keeps every second at `rps` requests or fewer is the record of the
+// starts confirmed (below), each with the latest moment it may reach Resend: a request cannot arrive
+// before it leaves, nor after its answer comes back, so a start `rps` after another leaves a second
+// after the earlier one may have arrived. Until its answer says sooner, a request is taken to arrive
+// within ARRIVAL_MS of leaving (COLD_MS after a quiet spell). A 429 pauses every caller until its
+// Retry-After has passed, those holding a slot inside the pause included: a caller confirms its slot
+// just before it comes, and reserves again if a pause has covered it since. Confirming records the
+// moment the request leaves: its slot, or, for a caller that comes late, the earliest moment that
+// keeps every second within the rate (a caller that woke late cannot crowd the callers that kept
+// time; it waits the few ms it must). A caller that cannot leave at the start recorded for it (its
+// isolate busy, the answer slow) says so before leaving, and its start moves likewise; once its
+// answer is back, it says when.
+
+/** A request start the pacer recorded. */
+export type Start = {
+  /** When the request leaves (epoch ms): it cannot reach Resend before. */
+  at: number;
+  /**
+   * The latest it may reach Resend (epoch ms): `at` + ARRIVAL_MS (COLD_MS after a quiet spell), or
+   * sooner once its answer came back sooner.
+   */
+  by: number;
+  /** Its answer came back (and `by` is when, at the latest). */
+  answered?: true;
+};
 
 export type PacerState = {
   /** Earliest time (epoch ms) the next slot may start. */
   next: number;
   /** No request may start before this (epoch ms): the end of the latest 429's Retry-After. */
   pausedUntil?: number;
-  /** When the requests confirmed within the last window leave (epoch ms), in no particular order. */
-  starts?: number[];
+  /** The requests confirmed within the last two windows, in no particular order. */
+  starts?: Start[];
 };
 
 type Reservation = {
@@ -41,6 +58,76 @@ type Reservation = {
  */
 export const LEAD_MS = 50;
 
+/** How late past its recorded start a request may leave without saying so (resend-requests.ts). */
+export const LATE_MS = 10;
+
+/**
+ * The latest a request is taken to reach Resend after its recorded start while its answer has not
+ * come back sooner: LATE_MS for a sender that leaves that late without saying so, and 50 ms on the
+ * way. Measured against a stand-in under `wrangler dev`: 3 to 5 ms at the median, up to about 25 ms
+ * on a fresh connection or while the isolate renders another chunk, 43 ms once. A request whose
+ * answer came back sooner is counted where its answer says (most, against a stand-in nearby);
+ * one whose answer takes longer (Resend itself, a few hundred ms for a batch) is counted this late.
+ */
+export const ARRIVAL_MS = 60;
+
+/**
+ * How late the first requests after a quiet spell (the first `floor(rps)` when none was recorded in
+ * the two windows before) are taken to reach Resend until their answers say sooner: a send's first
+ * requests leave while its isolate is busiest (the fan-out, the first chunks read and rendered, new
+ * connections), and were measured reaching a stand-in up to 440 ms after they left, and up to 750 ms
+ * beside a 50,000-recipient fan-out. Answered sooner (as they mostly are), they hold nobody back.
+ */
+export const COLD_MS = 1_000;
+
+/**
+ * A start that cannot be at its slot is put off by at most this: a sender woken a little late costs
+ * the account that little, and the later senders' slots shift with it, rather than losing its turn
+ * (a slot at the end of every sender's queue). Past it, the sender reserves again.
+ */
+export const MAX_SHIFT_MS = 1_000;
+
+/**
+ * The limit as a window: at most `count` requests reaching Resend in any `ms`: a second (for a rate
+ * under 1 a second, 1000 / rps). A fractional rate over 1 (2.5) keeps to its whole part in every second.
+ */
+export const startWindow = (rps: number): { count: number; ms: number } =>
+  rps >= 1 ? { count: Math.floor(rps), ms: 1_000 } : { count: 1, ms: Math.ceil(1000 / rps) };
+
+/**
+ * How late the recent requests reached Resend at most, as their answers say, never more than
+ * ARRIVAL_MS (nothing answered yet: ARRIVAL_MS).
+ */
+const recentArrivalMs = (state: PacerState): number => {
+  const answered = (state.starts ?? []).filter((s) => s.answered).map((s) => s.by - s.at);
+  return answered.length === 0 ? ARRIVAL_MS : Math.min(ARRIVAL_MS, Math.max(0, ...answered));
+};
+
+/**
+ * Time between slots: the window shared by the `count` starts it may hold, each allowed to arrive
+ * `arrivalMs` after it leaves (at 2 a second, 530 ms until answers say the requests arrive sooner;
+ * 503 ms when they arrive within 5 ms), so slots kept on time always fit.
+ */
+export const intervalMs = (rps: number, arrivalMs = ARRIVAL_MS) => {
+  const window = startWindow(rps);
+  return Math.ceil((window.ms + arrivalMs) / window.count);
+};
+
+/**
+ * Whether every request of `starts` that leaves after `count` others left leaves a window after each
+ * of those may have reached Resend: then no window holds more than `count` arrivals, in whatever
+ * order they arrive.
+ */
+const fits = (starts: readonly Start[], window: { count: number; ms: number }): boolean => {
+  const sorted = [...starts].sort((a, b) => a.at - b.at);
+  let latest = -Infinity;
+  for (let z = window.count; z < sorted.length; z++) {
+    latest = Math.max(latest, (sorted[z - window.count] as Start).by);
+    if ((sorted[z] as Start).at - latest < window.ms) return false;
+  }
+  return true;
+};
+
 /**
  * The slot arithmetic: the next free slot at or after `now` + LEAD_MS, and the state after taking it.
  * An `urgent` caller (a client waiting for its answer: a test send, a confirmation mail) does not
@@ -58,17 +145,20 @@ export const reserveSlot = (
   const slot = urgent ? firstFree(state, now, rps) : Math.max(now + LEAD_MS, state.next);
   const waitMs = slot - now;
   if (waitMs > maxWaitMs) return { state, reservation: { at: slot, waitMs, granted: false } };
-  return { state: { ...state, next: Math.max(state.next, slot + intervalMs(rps)) }, reservation: { at: slot, waitMs, granted: true } };
+  const next = Math.max(state.next, slot + intervalMs(rps, recentArrivalMs(state)));
+  return { state: { ...state, next }, reservation: { at: slot, waitMs, granted: true } };
 };
 
-/** The first moment from `now` + LEAD_MS that no pause covers and that keeps the recorded starts within the rate. */
+/**
+ * The first moment from `now` + LEAD_MS that no pause covers and that leaves a window after every
+ * recorded start but the last `count` - 1 may have reached Resend.
+ */
 const firstFree = (state: PacerState, now: number, rps: number): number => {
   const window = startWindow(rps);
   const from = Math.max(now + LEAD_MS, state.pausedUntil ?? 0);
-  const recent = (state.starts ?? []).filter((s) => s > from - window.ms).sort((a, b) => a - b);
-  // Free once the start `count` before the end of the recorded ones leaves the window.
-  const blocking = recent.length >= window.count ? (recent[recent.length - window.count] as number) : undefined;
-  return blocking === undefined ? from : Math.max(from, blocking + window.ms);
+  const sorted = [...(state.starts ?? [])].sort((a, b) => a.at - b.at);
+  const blocking = sorted.slice(0, Math.max(0, sorted.length - window.count + 1)).map((s) => s.by);
+  return blocking.length === 0 ? from : Math.max(from, Math.max(...blocking) + window.ms);
 };
 
 /** After a 429: no slot starts before `retryAfterMs` from now, not even one handed out already. */
@@ -84,99 +174,33 @@ export const pauseUntil = (state: PacerState, now: number, retryAfterMs: number)
 export const slotStands = (state: PacerState, at: number): boolean => at >= (state.pausedUntil ?? 0);
 
 /**
- * How late past its recorded start a request may leave without saying so (resend-requests.ts). The
- * window below is that much wider than the rate's second (plus GUARD_MS), so a sender that leaves
- * up to this late still keeps every second within the rate.
- */
-export const LATE_MS = 10;
-
-/**
- * What a request may take, beyond LATE_MS, from leaving its worker to reaching Resend, more than the
- * request two slots before it took: the rate is counted where requests arrive. Measured against a
- * stand-in under `wrangler dev`: 5 ms at the median, up to about 25 ms on a fresh connection or
- * while the isolate renders another chunk. At 10 ms, a 10,000-recipient send met 0 to 4 429s a run;
- * at 30, none in the runs measured, for 20 ms more a slot (bench/README.md).
- */
-export const GUARD_MS = 30;
-
-/**
- * The limit as a window: at most `count` request starts in any `ms`: 1000 ms (for a rate under 1 a
- * second, 1000 / rps), widened by GUARD_MS and LATE_MS. A fractional rate over 1 (2.5) keeps to its whole part in
- * every second.
- */
-export const startWindow = (rps: number): { count: number; ms: number } =>
-  rps >= 1 ? { count: Math.floor(rps), ms: 1_000 + GUARD_MS + LATE_MS } : { count: 1, ms: Math.ceil(1000 / rps) + GUARD_MS + LATE_MS };
-
-/**
- * Time between slots: 1000 / rps plus GUARD_MS, and never less than the window allows (at 2 a
- * second, 530 ms: two slots are 1,060 ms apart, a window being 1,040 ms; at 1, 1,040 ms), so slots
- * kept on time always fit. The guard in each interval counts again across the next: a start and the
- * one two after it are 60 ms clear of a second. Slots sharing the window evenly (520 ms, 40 ms
- * clear) met a 429 in the 10,000-recipient bench, a request reaching the stand-in 43 ms late.
- */
-export const intervalMs = (rps: number) => {
-  const window = startWindow(rps);
-  // A fractional rate over 1 is spaced as its whole part (2.5 as 2), as its window counts.
-  const spaced = rps >= 1 ? Math.floor(rps) : rps;
-  return Math.max(Math.ceil(1000 / spaced) + GUARD_MS, Math.ceil(window.ms / window.count));
-};
-
-/** Whether `starts` (sorted) keep every window at `count` starts or fewer. */
-const fits = (starts: readonly number[], window: { count: number; ms: number }): boolean => {
-  for (let i = 0; i + window.count < starts.length; i++) {
-    if ((starts[i + window.count] as number) - (starts[i] as number) < window.ms) return false;
-  }
-  return true;
-};
-
-/**
- * A start that cannot be at its slot is put off by at most this: a sender woken a little late costs
- * the account that little, and the later senders' slots shift with it, rather than losing its turn
- * (a slot at the end of every sender's queue). Past it, the sender reserves again.
- */
-export const MAX_SHIFT_MS = 1_000;
-
-/**
- * How late the first requests after a quiet spell (the first `floor(rps)` when none left in the
- * two windows before) may reach Resend: a send's first requests leave while its isolate is busiest
- * (the fan-out, the first chunks read and rendered, new connections), and were measured reaching a
- * stand-in up to 440 ms after they left. They leave on time, but count this much later, so the
- * starts after them keep clear of where they may arrive: at 2 a second the third start after a quiet
- * spell comes this much later, once.
- */
-export const COLD_MS = 500;
-
-/**
- * Records a request's start at the earliest moment from `from` on that keeps every window at `count`
- * starts or fewer, given the starts already recorded (those of the callers that kept time, and any
- * confirmed for later); null when that is more than MAX_SHIFT_MS away. Starts older than two windows
- * are dropped: the last window's can share one with a request yet to come, and both say whether the
- * account was quiet (a cold start, COLD_MS).
+ * Records a request's start at the earliest moment from `from` on that keeps every window within the
+ * rate, given the starts already recorded (those of the callers that kept time, and any confirmed
+ * for later); null when that is more than MAX_SHIFT_MS away. Starts that may have reached Resend more
+ * than two windows ago are dropped: the last window's can share one with a request yet to come, and
+ * both say whether the account was quiet (a cold start, COLD_MS).
  */
 const recordStart = (state: PacerState, now: number, from: number, rps: number): { state: PacerState; start: number | null } => {
   const window = startWindow(rps);
-  // Two windows are kept: the last says where a start fits, both whether the account was quiet.
-  const kept = (state.starts ?? []).filter((s) => s > now - 2 * window.ms);
-  const recent = kept.filter((s) => s > now - window.ms).sort((a, b) => a - b);
-  // The first starts after a quiet spell may reach Resend up to COLD_MS late: counted that late.
-  const cold = kept.length < window.count;
-  const counted = (t: number) => (cold ? t + COLD_MS : t);
-  // The earliest fitting moment is `from`, or one window after a recorded start (the first moment it
-  // stops counting), or a recorded start itself (where the group around it changes).
-  const candidates = [from, ...recent.flatMap((s) => [s, s + window.ms])].filter((t) => t >= from && t - from <= MAX_SHIFT_MS).sort((a, b) => a - b);
-  const start = candidates.find((t) => fits([...recent, t].sort((a, b) => a - b), window) && fits([...recent, counted(t)].sort((a, b) => a - b), window));
+  const kept = (state.starts ?? []).filter((s) => s.by > now - 2 * window.ms);
+  const reach = kept.length < window.count ? COLD_MS : ARRIVAL_MS;
+  const recorded = (t: number): Start => ({ at: t, by: t + reach });
+  // The earliest fitting moment is `from`, or a window after a recorded start may have arrived (the
+  // first moment it stops counting), or a recorded start itself (past it, the order changes).
+  const candidates = [from, ...kept.flatMap((s) => [s.at, s.by + window.ms])].filter((t) => t >= from && t - from <= MAX_SHIFT_MS).sort((a, b) => a - b);
+  const start = candidates.find((t) => fits([...kept, recorded(t)], window));
   if (start === undefined) return { state, start: null };
-  const starts = [...kept, counted(start)].sort((a, b) => a - b);
-  // Slots handed out from now on come after it (after the start itself: where a cold start is counted
-  // decides only which later starts fit a window, so at a high rate the first ones do not space out).
-  return { state: { ...state, starts, next: Math.max(state.next, start + intervalMs(rps)) }, start };
+  // Slots handed out from now on come after it (after the start itself: how late a cold start may
+  // arrive decides only which later starts fit a window, so at a high rate the first ones do not space out).
+  const next = Math.max(state.next, start + intervalMs(rps, recentArrivalMs(state)));
+  return { state: { ...state, starts: [...kept, recorded(start)], next }, start };
 };
 
 /**
  * Confirming the slot at `at`, just before it (or after it, from a caller that woke late): refused
  * (null) when a pause has covered it since it was reserved; otherwise the request's start is
  * recorded and answered: `at`, or LEAD_MS from `now` for a caller already past it, or a little after
- * either when leaving then would put more than `count` starts into a window (a late caller cannot
+ * either when leaving then would put more than `count` requests into a window (a late caller cannot
  * crowd the callers that kept time).
  */
 export const confirmSlot = (state: PacerState, now: number, at: number, rps: number): { state: PacerState; start: number | null } =>
@@ -191,17 +215,23 @@ export const confirmSlot = (state: PacerState, now: number, at: number, rps: num
  * near enough, or a pause covers now; the caller reserves again).
  */
 export const restartSlot = (state: PacerState, now: number, start: number, rps: number, lateMs = 0): { state: PacerState; start: number | null } => {
-  const starts = [...(state.starts ?? [])];
-  // Recorded as it was counted (a cold start, COLD_MS later).
-  const own = starts.includes(start) ? starts.indexOf(start) : starts.indexOf(start + COLD_MS);
-  if (own >= 0) starts.splice(own, 1);
-  const without = { ...state, starts };
+  const without = { ...state, starts: (state.starts ?? []).filter((s) => s.at !== start) };
   if (!slotStands(without, now)) return { state: without, start: null };
   // The caller came back `lateMs` late last time (its answer's trip, the clocks' offset): as much more.
   const moved = recordStart(without, now, now + LEAD_MS + Math.min(Math.max(0, lateMs), MAX_SHIFT_MS), rps);
   return moved.start === null ? { state: without, start: null } : moved;
 };
 
+/**
+ * The request that left at `start` was answered `afterMs` later: it reached Resend by then, so the
+ * requests after it need keep clear only of that, when sooner than it was counted.
+ */
+export const answerSlot = (state: PacerState, start: number, afterMs: number): PacerState => {
+  const own = state.starts?.find((s) => s.at === start);
+  if (!own) return state;
+  const by = Math.min(own.by, own.at + Math.max(0, afterMs));
+  return { ...state, starts: state.starts?.map((s) => (s === own ? { ...s, by, answered: true } : s)) };
+};
 
 const STATE_KEY = "state";
 
@@ -214,7 +244,11 @@ export class ResendPacer extends DurableObject<Env> {
     // Kept in storage as well, so an evicted and recreated instance does not hand out slots that
     // were already given away.
     void ctx.blockConcurrencyWhile(async () => {
-      this.state = (await ctx.storage.get<PacerState>(STATE_KEY)) ?? { next: 0 };
+      const stored = await ctx.storage.get<Omit<PacerState, "starts"> & { starts?: (Start | number)[] }>(STATE_KEY);
+      // A record kept before starts carried when they may arrive (plain times) counts each as the
+      // guard allowed then.
+      const starts = stored?.starts?.map((s): Start => (typeof s === "number" ? { at: s, by: s + ARRIVAL_MS } : s));
+      this.state = stored ? { ...stored, starts } : { next: 0 };
     });
   }
 
@@ -238,6 +272,10 @@ export class ResendPacer extends DurableObject<Env> {
     const moved = restartSlot(this.state, Date.now(), start, rps, lateMs);
     this.save(moved.state);
     return moved.start;
+  }
+
+  answered(start: number, afterMs: number): void {
+    this.save(answerSlot(this.state, start, afterMs));
   }
 
   private save(state: PacerState) {
@@ -265,6 +303,8 @@ export type Pacer = {
    * LEAD_MS), or null (it reserves again).
    */
   restart(start: number, rps: number, lateMs?: number): Promise<number | null>;
+  /** The request that left at `start` (as `confirm` or `restart` answered) was answered `afterMs` after it. */
+  answered?(start: number, afterMs: number): Promise<void>;
 };
 
 /** The pacer's stub, made on first use: resolving the integration (for /health, say) touches no binding. */
@@ -276,5 +316,7 @@ export const pacerFor = (env: Pick<Env, "RESEND_PACER">): Pacer => {
     pause: (retryAfterMs) => pacer().pause(retryAfterMs),
     confirm: (at, rps) => pacer().confirm(at, rps),
     restart: (start, rps, lateMs) => pacer().restart(start, rps, lateMs),
+    // A word that cannot be said (the pacer unreachable) must never fail the request it is about.
+    answered: async (start, afterMs) => pacer().answered(start, afterMs),
   };
 };

@@ -64,6 +64,8 @@ export type ResendConfig = {
  * (rate limited: Resend processed none of them), so none of them can have been taken.
  */
 type Retryable = { kind: "retry"; error: DeliveryError; status?: number; retryAfterMs?: number; untaken?: boolean };
+/** The request may leave: the pacer recorded it as leaving at `start`. */
+export type Leave = { kind: "leave"; start: number };
 /** No slot soon enough: nothing was sent. */
 type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: number };
 /**
@@ -116,7 +118,8 @@ const notAsked: Retryable = { kind: "retry", error: { code: "resend_hedge_not_as
  * to be mailed), ahead of the confirmation, so that a slow look makes the request late only as the pacer
  * knows it; when the start the pacer gives is more than FRESH_LOOK_MS after it, it looks again just
  * before that start. Once `stop` is aborted (the batch was answered meanwhile) no slot is confirmed: an
- * abandoned ask spends none of the account's rate.
+ * abandoned ask spends none of the account's rate. Nothing (undefined) when the last look found
+ * nobody left to ask.
  */
 export const awaitSlot = async (
   config: ResendConfig,
@@ -124,7 +127,7 @@ export const awaitSlot = async (
   beforeConfirm?: () => Promise<boolean>,
   /** The slot `beforeConfirm` looked for was taken back: the request it looked at does not leave. */
   withdrawn?: () => Promise<void>,
-): Promise<Deferred | Retryable | undefined> => {
+): Promise<Deferred | Retryable | Leave | undefined> => {
   for (;;) {
     const slot = await config.pacer.reserve(config.rps, MAX_SLOT_WAIT_MS, config.urgent);
     if (!slot.granted) {
@@ -154,12 +157,12 @@ export const awaitSlot = async (
       if (wait > 0) await sleep(wait);
       if (stop.aborted) return abandoned;
       const late = Date.now() - start;
-      if (late <= LATE_MS) return;
+      if (late <= LATE_MS) return { kind: "leave", start };
       // Past the start the pacer recorded (woken late while the isolate was busy, or its answer came
       // back slowly): leaving now could put one start too many into a second. The pacer moves it, as
       // far ahead as this caller was late; after a few moves (a pacer whose answers keep coming back
       // later than that) the request leaves on the start last recorded for it.
-      if (restarts === RESTARTS) return;
+      if (restarts === RESTARTS) return { kind: "leave", start };
       start = await config.pacer.restart(start, config.rps, late);
     }
     // No start: the pacer took the slot back (a 429 paused the account past it). Nothing left.
@@ -167,8 +170,13 @@ export const awaitSlot = async (
   }
 };
 
-/** One request for the batch, in a slot already waited for: what its answer means for the batch. */
-const request = async (config: ResendConfig, emails: OutboundEmail[], body: string, key: string, stop: AbortSignal): Promise<Reply> => {
+/**
+ * One request for the batch, in a slot already waited for (recorded as leaving at `start`): what its
+ * answer means for the batch. Any answer says the request reached Resend by then, which the pacer is
+ * told (not waited for: the worst a lost word costs is the later requests keeping clear of
+ * ARRIVAL_MS instead).
+ */
+const request = async (config: ResendConfig, emails: OutboundEmail[], body: string, key: string, stop: AbortSignal, start: number): Promise<Reply> => {
   if (stop.aborted) return abandoned;
   let res: Response;
   const sent = Date.now();
@@ -196,6 +204,7 @@ const request = async (config: ResendConfig, emails: OutboundEmail[], body: stri
         : { code: "resend_unreachable", message: `Resend could not be reached: ${err instanceof Error ? err.message : String(err)}` },
     };
   }
+  config.pacer.answered?.(start, Date.now() - start).catch(() => undefined);
   // Only accepted batches say how long a batch takes; refusals (429, 409, 5xx) come back at once.
   if (res.ok) recordAnswer(Date.now() - sent);
   const answer = (await res.json().catch(() => undefined)) as
@@ -232,7 +241,7 @@ const request = async (config: ResendConfig, emails: OutboundEmail[], body: stri
 };
 
 /**
- * The requests of one ask, its first slot already confirmed. A request with no answer after
+ * The requests of one ask, its first slot already confirmed (`first`). A request with no answer after
  * `hedgeAfter` has either been lost on the way back (Resend accepted the batch) or is slow: another
  * request under the same key, in a slot of its own, asks again while the first may still answer (up
  * to ASKS_PER_TRY requests, each that long after the one before), and the first reply that settles
@@ -244,6 +253,7 @@ const request = async (config: ResendConfig, emails: OutboundEmail[], body: stri
  */
 export const askIn = (
   config: ResendConfig,
+  first: Leave,
   emails: OutboundEmail[],
   body: string,
   key: string,
@@ -277,20 +287,19 @@ export const askIn = (
     };
     // A hedge waits for a slot of its own, and looks first: one who left since the request (or a
     // canceled send) stops it, and every later one; the request already on its way answers alone.
-    const hedgeSlot = async (): Promise<Deferred | Retryable | undefined> => {
-      let askable = true;
-      const late = await awaitSlot(config, stop.signal, beforeHedge && (async () => (askable = await beforeHedge())));
-      if (late || askable) return late;
+    const hedgeSlot = async (): Promise<Deferred | Retryable | Leave> => {
+      const slot = await awaitSlot(config, stop.signal, beforeHedge);
+      if (slot) return slot;
       stopHedging();
       return notAsked;
     };
-    const askOnce = (slot: Promise<Deferred | Retryable | undefined>) => {
+    const askOnce = (slot: Promise<Deferred | Retryable | Leave>) => {
       asked++;
       pending++;
       let leaves = false;
       void slot
-        .then((late) => {
-          if (late) return late;
+        .then((got) => {
+          if (got.kind !== "leave") return got;
           // A refusal is awaiting the others' answers: no new request.
           if (refusal) return notAsked;
           if (hedging && asked < ASKS_PER_TRY && !stop.signal.aborted) timer = setTimeout(() => askOnce(hedgeSlot()), hedgeAfter);
@@ -299,7 +308,7 @@ export const askIn = (
             left++;
             inFlight++;
           }
-          return request(config, emails, body, key, stop.signal);
+          return request(config, emails, body, key, stop.signal, got.start);
         })
         .then((reply) => {
           pending--;
@@ -334,6 +343,6 @@ export const askIn = (
           reject(err);
         });
     };
-    askOnce(Promise.resolve(undefined));
+    askOnce(Promise.resolve(first));
   });
 };

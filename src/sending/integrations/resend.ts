@@ -43,7 +43,7 @@ const ask = async (config: ResendConfig, batch: BatchState, all: OutboundEmail[]
   let held = all.filter((email) => !batch.left.has(email.deliveryId));
   let body = JSON.stringify(held.map(payload));
   const look = batch.beforeRequest;
-  const late = await awaitSlot(
+  const slot = await awaitSlot(
     config,
     ALWAYS,
     look &&
@@ -58,13 +58,13 @@ const ask = async (config: ResendConfig, batch: BatchState, all: OutboundEmail[]
       }),
     batch.requestWithdrawn,
   );
-  if (late) return { reply: late, held: [] };
   // Everyone was left out at the last look: no request.
-  if (held.length === 0) return undefined;
+  if (!slot) return undefined;
+  if (slot.kind !== "leave") return { reply: slot, held: [] };
   batch.requests++;
   const { beforeHedge } = batch;
   const ids = held.map((email) => email.deliveryId);
-  return { reply: await askIn(config, held, body, key, hedgeAfterMs(), beforeHedge && (() => beforeHedge(ids))), held };
+  return { reply: await askIn(config, slot, held, body, key, hedgeAfterMs(), beforeHedge && (() => beforeHedge(ids))), held };
 };
 
 /**
