@@ -151,8 +151,14 @@ describe("a request's answer says when it reached Resend", () => {
     expect(answerSlot(cold, 10_000, 700).starts).toEqual([{ at: 10_000, by: 10_700, answered: true }]);
     expect(confirmSlot(answerSlot(cold, 10_000, 700), 10_700, 10_750, 1).start).toBe(10_700 + SECOND);
     expect(answerSlot(cold, 10_000, 5_000).starts?.[0]?.by).toBe(10_000 + COLD_MS);
-    // An answer for a start no longer recorded (moved, or forgotten) changes nothing.
+    // An answer for a start no longer recorded (moved, or forgotten) changes nothing, nor one for a
+    // moment two requests were recorded at (which of them it answers is not known).
     expect(answerSlot(state, 9_999, 5)).toBe(state);
+    const twins: PacerState = { next: 0, starts: started(10_000, 10_000) };
+    expect(answerSlot(twins, 10_000, 5)).toBe(twins);
+    // A request moved from a moment another was recorded at takes only its own record along.
+    const warm = { next: 0, starts: started(9_000, 10_000, 10_000) };
+    expect(restartSlot(warm, 10_100, 10_000, 2).state.starts).toEqual(started(9_000, 10_000, 10_100 + LEAD_MS));
   });
 
   it("a send whose answers come back within 5 ms goes 503 ms a slot at 2 a second, every second holding two arrivals at most", () => {

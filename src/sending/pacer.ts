@@ -215,7 +215,11 @@ export const confirmSlot = (state: PacerState, now: number, at: number, rps: num
  * near enough, or a pause covers now; the caller reserves again).
  */
 export const restartSlot = (state: PacerState, now: number, start: number, rps: number, lateMs = 0): { state: PacerState; start: number | null } => {
-  const without = { ...state, starts: (state.starts ?? []).filter((s) => s.at !== start) };
+  // Its own record only: another request may have been recorded at the same moment.
+  const starts = [...(state.starts ?? [])];
+  const own = starts.findIndex((s) => s.at === start && !s.answered);
+  if (own >= 0) starts.splice(own, 1);
+  const without = { ...state, starts };
   if (!slotStands(without, now)) return { state: without, start: null };
   // The caller came back `lateMs` late last time (its answer's trip, the clocks' offset): as much more.
   const moved = recordStart(without, now, now + LEAD_MS + Math.min(Math.max(0, lateMs), MAX_SHIFT_MS), rps);
@@ -227,7 +231,9 @@ export const restartSlot = (state: PacerState, now: number, start: number, rps: 
  * requests after it need keep clear only of that, when sooner than it was counted.
  */
 export const answerSlot = (state: PacerState, start: number, afterMs: number): PacerState => {
-  const own = state.starts?.find((s) => s.at === start);
+  // Two requests recorded at the same moment cannot be told apart: neither is counted sooner.
+  const recorded = (state.starts ?? []).filter((s) => s.at === start && !s.answered);
+  const own = recorded.length === 1 ? recorded[0] : undefined;
   if (!own) return state;
   const by = Math.min(own.by, own.at + Math.max(0, afterMs));
   return { ...state, starts: state.starts?.map((s) => (s === own ? { ...s, by, answered: true } : s)) };
