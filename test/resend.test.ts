@@ -175,6 +175,29 @@ describe("a request's answer says when it reached Resend", () => {
     expect(unanswered.at(-1)! - unanswered[0]!).toBeGreaterThan(quick.slots.at(-1)! - quick.slots[0]! + 38 * (ARRIVAL_MS - 5) / 2);
   });
 
+  it("a send's slots, reserved before any of its answers come back, are spaced by how the account's last requests arrived", () => {
+    const gapsAfter = (history: PacerState) => {
+      let state: PacerState = { next: history.next, arrivals: history.arrivals };
+      const slots: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const reserved = reserveSlot(state, 80_000, 2, 30_000);
+        slots.push(reserved.reservation.at);
+        state = reserved.state;
+      }
+      return slots.slice(1).map((at, i) => at - (slots[i] as number));
+    };
+    // Answered within 5 ms: 503 ms apart; answered as Resend answers (hundreds of ms): counted at
+    // ARRIVAL_MS, 530; nothing answered yet (a new account): 530.
+    expect(gapsAfter(keptOnTime(2, 10, { next: 0 }, 5).state)).toEqual([503, 503, 503, 503]);
+    expect(gapsAfter(keptOnTime(2, 10, { next: 0 }, 300).state)).toEqual(Array(4).fill(intervalMs(2)));
+    expect(gapsAfter({ next: 0 })).toEqual(Array(4).fill(intervalMs(2)));
+    // One slow answer among eight does not space them out.
+    let mixed = keptOnTime(2, 7, { next: 0 }, 5).state;
+    mixed = keptOnTime(2, 1, mixed, 40).state;
+    expect(mixed.arrivals).toHaveLength(8);
+    expect(gapsAfter(mixed)).toEqual([503, 503, 503, 503]);
+  });
+
   it("an answer that comes late or never leaves the next requests clear of ARRIVAL_MS: never three arrivals in a second", () => {
     // Every fifth request's answer never comes; the others come back after 5 ms or after 300 ms.
     let state: PacerState = { next: 0 };
@@ -194,6 +217,68 @@ describe("a request's answer says when it reached Resend", () => {
     const arrivals = starts.map((at, i) => ({ from: at, to: at + (i % 5 !== 4 && i % 2 === 0 ? 5 : ARRIVAL_MS) }));
     for (let i = 2; i < arrivals.length; i++) {
       for (let j = 0; j <= i - 2; j++) expect(arrivals[i]!.from - arrivals[j]!.to).toBeGreaterThanOrEqual(SECOND);
+    }
+  });
+});
+
+describe("the pacer's promise, simulated", () => {
+  it("however late callers wake, however requests travel and answers come (within its assumptions), no second holds more arrivals than the rate", () => {
+    for (const rps of [0.5, 1, 2, 3]) {
+      for (let seed = 1; seed <= 25; seed++) {
+        // A small deterministic generator: every run draws the same.
+        let x = seed * 7919;
+        const random = () => ((x = (x * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+        let state: PacerState = { next: 0 };
+        const events: { t: number; run: (now: number) => void }[] = [];
+        const on = (t: number, run: (now: number) => void) => events.push({ t, run });
+        const arrivals: number[] = [];
+        const leave = (start: number) => {
+          const recorded = state.starts?.find((s) => s.at === start);
+          const reach = (recorded?.by ?? start) - start;
+          // It leaves up to LATE_MS late and reaches Resend within what the pacer counts for it.
+          const leaves = start + random() * LATE_MS;
+          const arrives = leaves + random() * (start + reach - leaves);
+          arrivals.push(arrives);
+          // Answered after up to 400 ms of processing, or (one in ten) never.
+          if (random() < 0.9) on(arrives + random() * 400, (now) => (state = answerSlot(state, start, now - start)));
+        };
+        const ask = (now: number) => {
+          const reserved = reserveSlot(state, now, rps, 600_000, random() < 0.1);
+          state = reserved.state;
+          const { at } = reserved.reservation;
+          // One caller in five wakes up to 300 ms late for its confirmation.
+          const wake = at - LEAD_MS + (random() < 0.2 ? random() * 300 : 0);
+          on(wake, (now) => {
+            const confirmed = confirmSlot(state, now, at, rps);
+            state = confirmed.state;
+            if (confirmed.start === null) return ask(now);
+            const start = confirmed.start;
+            // One in ten is then kept past its start, says so, and leaves on the start it is given.
+            if (random() < 0.1) {
+              const late = LATE_MS + 1 + random() * 200;
+              return on(start + late, (later) => {
+                const moved = restartSlot(state, later, start, rps, late);
+                state = moved.state;
+                if (moved.start === null) return ask(later);
+                on(moved.start, () => leave(moved.start as number));
+              });
+            }
+            on(start, () => leave(start));
+          });
+        };
+        // 60 requests asked within the first 5 s (sends reserving ahead), and a 429 now and then.
+        for (let i = 0; i < 60; i++) on(10_000 + random() * 5_000, ask);
+        for (let i = 0; i < 3; i++) on(10_000 + random() * 30_000, (now) => (state = pauseUntil(state, now, 1_000)));
+        while (events.length > 0) {
+          events.sort((a, b) => a.t - b.t);
+          const next = events.shift()!;
+          next.run(next.t);
+        }
+        expect(arrivals).toHaveLength(60);
+        const { count, ms } = startWindow(rps);
+        arrivals.sort((a, b) => a - b);
+        for (let i = 0; i + count < arrivals.length; i++) expect(arrivals[i + count]! - arrivals[i]!).toBeGreaterThanOrEqual(ms);
+      }
     }
   });
 });

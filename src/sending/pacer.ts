@@ -36,6 +36,11 @@ export type PacerState = {
   pausedUntil?: number;
   /** The requests confirmed within the last two windows, in no particular order. */
   starts?: Start[];
+  /**
+   * How late the last RECENT_ARRIVALS answered requests were counted as arriving, ms after their
+   * start (at most ARRIVAL_MS), oldest first: what the slots handed out are spaced by.
+   */
+  arrivals?: number[];
 };
 
 type Reservation = {
@@ -94,13 +99,18 @@ export const MAX_SHIFT_MS = 1_000;
 export const startWindow = (rps: number): { count: number; ms: number } =>
   rps >= 1 ? { count: Math.floor(rps), ms: 1_000 } : { count: 1, ms: Math.ceil(1000 / rps) };
 
+/** How many answered requests the slots' spacing is drawn from. */
+const RECENT_ARRIVALS = 8;
+
 /**
- * How late the recent requests reached Resend at most, as their answers say, never more than
- * ARRIVAL_MS (nothing answered yet: ARRIVAL_MS).
+ * How late requests reach Resend, as the recent answers say: three in four of the last
+ * RECENT_ARRIVALS arrived within this (none answered yet: ARRIVAL_MS). Slots spaced by it are kept
+ * on time when requests arrive as they lately did; one that arrived later moves the slots after it
+ * back a little when they confirm (the rate never depends on it).
  */
 const recentArrivalMs = (state: PacerState): number => {
-  const answered = (state.starts ?? []).filter((s) => s.answered).map((s) => s.by - s.at);
-  return answered.length === 0 ? ARRIVAL_MS : Math.min(ARRIVAL_MS, Math.max(0, ...answered));
+  const sorted = [...(state.arrivals ?? [])].sort((a, b) => a - b);
+  return sorted.length === 0 ? ARRIVAL_MS : (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.75))] as number);
 };
 
 /**
@@ -236,7 +246,8 @@ export const answerSlot = (state: PacerState, start: number, afterMs: number): P
   const own = recorded.length === 1 ? recorded[0] : undefined;
   if (!own) return state;
   const by = Math.min(own.by, own.at + Math.max(0, afterMs));
-  return { ...state, starts: state.starts?.map((s) => (s === own ? { ...s, by, answered: true } : s)) };
+  const arrivals = [...(state.arrivals ?? []), Math.min(by - own.at, ARRIVAL_MS)].slice(-RECENT_ARRIVALS);
+  return { ...state, starts: state.starts?.map((s) => (s === own ? { ...s, by, answered: true } : s)), arrivals };
 };
 
 const STATE_KEY = "state";
