@@ -144,8 +144,15 @@ describe("a request's answer says when it reached Resend", () => {
     expect(confirmSlot(answered, 10_950, 11_005, 2).start).toBe(11_005);
     expect(confirmSlot(state, 10_950, 11_005, 2).start).toBe(10_000 + ARRIVAL_MS + SECOND);
     // An answer slower than ARRIVAL_MS (Resend itself takes a few hundred ms for a batch) does not
-    // move the request later: it is still counted ARRIVAL_MS late, as before any answer.
+    // move the request later: it is still counted ARRIVAL_MS late, as before any answer...
     expect(answerSlot(state, 10_000, 400).starts?.[0]).toEqual({ at: 10_000, by: 10_000 + ARRIVAL_MS, answered: true });
+    expect(answerSlot({ ...state, arrivals: Array(8).fill(ARRIVAL_MS) }, 10_000, 153).starts?.[0]?.by).toBe(10_000 + ARRIVAL_MS);
+    // ...unless answers lately came back within ARRIVAL_MS: then a slower one most likely waited on
+    // its way there (its isolate busy), and it is counted as late as it came, up to COLD_MS.
+    const quick: PacerState = { ...state, arrivals: Array(8).fill(5) };
+    expect(answerSlot(quick, 10_000, 153).starts?.[0]).toEqual({ at: 10_000, by: 10_153, answered: true });
+    expect(answerSlot(quick, 10_000, 5_000).starts?.[0]?.by).toBe(10_000 + COLD_MS);
+    expect(confirmSlot(answerSlot(quick, 10_000, 153), 10_950, 11_000, 2).start).toBe(10_153 + SECOND);
     // A cold start answered sooner than COLD_MS frees the requests after it that much sooner.
     const cold: PacerState = { next: 0, starts: [{ at: 10_000, by: 10_000 + COLD_MS }] };
     expect(answerSlot(cold, 10_000, 700).starts).toEqual([{ at: 10_000, by: 10_700, answered: true }]);

@@ -238,14 +238,19 @@ export const restartSlot = (state: PacerState, now: number, start: number, rps: 
 
 /**
  * The request that left at `start` was answered `afterMs` later: it reached Resend by then, so the
- * requests after it need keep clear only of that, when sooner than it was counted.
+ * requests after it need keep clear only of that, when sooner than it was counted. Where answers
+ * lately came back within ARRIVAL_MS (three in four), a slower one most likely waited on its way
+ * there (its isolate busy with other work sends a request only once that work yields): it is counted
+ * as late as it came, up to COLD_MS. Where they take longer (Resend's own, a few hundred ms for a
+ * batch), a request stays counted as it was.
  */
 export const answerSlot = (state: PacerState, start: number, afterMs: number): PacerState => {
   // Two requests recorded at the same moment cannot be told apart: neither is counted sooner.
   const recorded = (state.starts ?? []).filter((s) => s.at === start && !s.answered);
   const own = recorded.length === 1 ? recorded[0] : undefined;
   if (!own) return state;
-  const by = Math.min(own.by, own.at + Math.max(0, afterMs));
+  const counted = own.by - own.at;
+  const by = own.at + Math.min(Math.max(0, afterMs), recentArrivalMs(state) < ARRIVAL_MS ? Math.max(counted, COLD_MS) : counted);
   const arrivals = [...(state.arrivals ?? []), Math.min(by - own.at, ARRIVAL_MS)].slice(-RECENT_ARRIVALS);
   return { ...state, starts: state.starts?.map((s) => (s === own ? { ...s, by, answered: true } : s)), arrivals };
 };
