@@ -21,11 +21,11 @@ export type Start = {
   /** When the request leaves (epoch ms): it cannot reach Resend before. */
   at: number;
   /**
-   * The latest it may reach Resend (epoch ms): `at` + ARRIVAL_MS (COLD_MS after a quiet spell), or
-   * sooner once its answer came back sooner.
+   * The latest it may reach Resend (epoch ms): `at` + ARRIVAL_MS (COLD_MS after a quiet spell) until
+   * its answer comes back, then as answerSlot counts it.
    */
   by: number;
-  /** Its answer came back (and `by` is when, at the latest). */
+  /** Its answer came back. */
   answered?: true;
 };
 
