@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { resendIntegration } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend-requests";
-import { answerSlot, ARRIVAL_MS, COLD_MS, confirmSlot, intervalMs, LATE_MS, LEAD_MS, type PacerState, pauseUntil, reserveSlot, restartSlot, type Start, slotStands, startWindow } from "../src/sending/pacer";
+import { answerSlot, ARRIVAL_MS, COLD_MS, confirmSlot, intervalMs, LATE_MS, LEAD_MS, type Pacer, type PacerState, pauseUntil, reserveSlot, restartSlot, type Start, slotStands, startWindow } from "../src/sending/pacer";
 
 /** A second: at 2 requests a second, no second may hold three arrivals. */
 const SECOND = 1_000;
@@ -53,6 +53,12 @@ import { harness, operationOf, send } from "./send.harness";
 afterEach(() => {
   vi.restoreAllMocks();
 });
+
+/** The resend integration at 2 a second, through `pacer`, against the mocked Resend (test/resend.mock.ts). */
+const throughPacer = (pacer: Pacer) => resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
+
+/** One email, the batch most of these tests send. */
+const ONE_EMAIL = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
 
 describe("the pacer's slot arithmetic", () => {
   it("spaces slots a second's share apart, each request taken to arrive up to ARRIVAL_MS after it leaves, and refuses a slot too far away", () => {
@@ -305,16 +311,15 @@ describe("the integration tells the pacer when each answer came", () => {
       answered: async (start: number, afterMs: number) => void told.push({ start, afterMs }),
     };
     const resend = mockResend();
-    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
-    const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
-    expect((await integration.sendBatch([email], "key-told")).kind).toBe("answered");
+    const integration = throughPacer(pacer);
+    expect((await integration.sendBatch([ONE_EMAIL], "key-told")).kind).toBe("answered");
     expect(resend.calls).toHaveLength(1);
     expect(told).toHaveLength(1);
     expect(told[0]!.start).toBe(confirmed[0]);
     expect(told[0]!.afterMs).toBeGreaterThanOrEqual(0);
     // A 500 is an answer too: the request reached Resend.
     resend.inject({ kind: "status", status: 500, name: "internal_server_error" });
-    await integration.sendBatch([{ ...email, deliveryId: "dlv_2" }], "key-told-500");
+    await integration.sendBatch([{ ...ONE_EMAIL, deliveryId: "dlv_2" }], "key-told-500");
     expect(told.length).toBeGreaterThanOrEqual(2);
   });
 });
@@ -457,9 +462,8 @@ describe("a request that leaves after its confirmed slot", () => {
       restart: (start: number, rps: number) => slow((now) => { const r = restartSlot(state, now, start, rps); return { state: r.state, value: r.start }; })(),
     };
     const resend = mockResend();
-    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
-    const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
-    expect((await integration.sendBatch([email], "key-slow-pacer")).kind).toBe("answered");
+    const integration = throughPacer(pacer);
+    expect((await integration.sendBatch([ONE_EMAIL], "key-slow-pacer")).kind).toBe("answered");
     expect(resend.calls).toHaveLength(1);
     // A reservation, a confirmation that comes back late, and a restart or two told how late: never a loop.
     expect(calls).toBeLessThanOrEqual(4);
@@ -487,9 +491,8 @@ describe("a request that leaves after its confirmed slot", () => {
       },
     };
     const resend = mockResend();
-    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
-    const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
-    expect((await integration.sendBatch([email], "key-late")).kind).toBe("answered");
+    const integration = throughPacer(pacer);
+    expect((await integration.sendBatch([ONE_EMAIL], "key-late")).kind).toBe("answered");
     expect(calls).toEqual(["confirm", "restart late"]);
     expect(resend.calls).toHaveLength(1);
   });
@@ -528,9 +531,8 @@ describe("a 429 holds back every sender", () => {
     };
     const resend = mockResend();
     resend.inject({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 3 });
-    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
-    const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
-    const answer = await integration.sendBatch([email], "key-1");
+    const integration = throughPacer(pacer);
+    const answer = await integration.sendBatch([ONE_EMAIL], "key-1");
     expect(answer).toEqual({ kind: "answered", acceptedEarlier: false, outcomes: new Map([["dlv_1", { kind: "sent", providerMessageId: expect.stringMatching(/^re_/) }]]) });
     // The pause is the pacer's, before the next reservation; the retry waits for the slot it is given.
     expect(calls).toEqual(["reserve", "confirm", "pause 3000", "reserve", "confirm"]);
@@ -546,9 +548,8 @@ describe("a 429 holds back every sender", () => {
     };
     const resend = mockResend();
     resend.inject({ kind: "status", status: 500, name: "internal_server_error" });
-    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
-    const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
-    const answer = await integration.sendBatch([email], "key-deferred-after-500");
+    const integration = throughPacer(pacer);
+    const answer = await integration.sendBatch([ONE_EMAIL], "key-deferred-after-500");
     expect(resend.calls.map((c) => c.status)).toEqual([500]);
     expect(answer).toEqual({ kind: "retry", error: expect.objectContaining({ code: expect.stringMatching(/500|server/) }), retryAfterSeconds: 60 });
   });
@@ -558,7 +559,7 @@ describe("a 429 holds back every sender", () => {
     const resend = mockResend();
     // Try 1 (all four) is refused; try 2 (without x) is taken, its answer lost; try 3 (without x and z) meets the key's first payload.
     resend.inject({ kind: "status", status: 429, name: "rate_limit_exceeded", retryAfter: 1 }, { kind: "timeout" });
-    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
+    const integration = throughPacer(pacer);
     const email = (id: string) => ({ deliveryId: id, to: `${id}@example.com`, from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} });
     const looks: string[][] = [];
     const leaving = [new Set<string>(), new Set(["x"]), new Set(["z"])];
@@ -584,9 +585,8 @@ describe("a 429 holds back every sender", () => {
   it("asks nothing when the look before the first request leaves everyone out", async () => {
     const pacer = { reserve: async () => ({ at: Date.now(), waitMs: 0, granted: true }), pause: async () => {}, confirm: vi.fn(async (at: number) => Math.max(at, Date.now())), restart: async () => Date.now() };
     const resend = mockResend();
-    const integration = resendIntegration("re_key", { RESEND_BASE_URL: "", RESEND_MAX_RPS: "2", RESEND_PACER: env.RESEND_PACER }, pacer);
-    const email = { deliveryId: "dlv_1", to: "a@example.com", from: "n@example.com", replyTo: null, subject: "S", html: null, text: "T", headers: {} };
-    const answer = await integration.sendBatch([email], "key-nobody", { beforeRequest: async (ids) => new Set(ids) });
+    const integration = throughPacer(pacer);
+    const answer = await integration.sendBatch([ONE_EMAIL], "key-nobody", { beforeRequest: async (ids) => new Set(ids) });
     expect(answer).toEqual({ kind: "unasked" });
     expect(resend.calls).toHaveLength(0);
     // The slot it reserved is not confirmed: it spends none of the account's rate.
