@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { resendIntegration } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend-requests";
-import { answerSlot, ARRIVAL_MS, COLD_MS, confirmSlot, intervalMs, LATE_MS, LEAD_MS, type Pacer, type PacerState, pauseUntil, reserveSlot, restartSlot, type Start, slotStands, startWindow } from "../src/sending/pacer";
+import { answerSlot, ARRIVAL_MS, COLD_MS, confirmSlot, intervalMs, LATE_MS, LEAD_MS, type Pacer, type PacerState, pauseUntil, reserveSlot, restartSlot, type Start, slotStands, startWindow, URGENT_MAX_SHIFT_MS } from "../src/sending/pacer";
 
 /** A second: at 2 requests a second, no second may hold three arrivals. */
 const SECOND = 1_000;
@@ -256,13 +256,14 @@ describe("the pacer's promise, simulated", () => {
           if (random() < 0.9) on(arrives + random() * 400, (now) => (state = answerSlot(state, start, now - start)));
         };
         const ask = (now: number) => {
-          const reserved = reserveSlot(state, now, rps, 600_000, random() < 0.1);
+          const urgent = random() < 0.1;
+          const reserved = reserveSlot(state, now, rps, 600_000, urgent);
           state = reserved.state;
           const { at } = reserved.reservation;
           // One caller in five wakes up to 300 ms late for its confirmation.
           const wake = at - LEAD_MS + (random() < 0.2 ? random() * 300 : 0);
           on(wake, (now) => {
-            const confirmed = confirmSlot(state, now, at, rps);
+            const confirmed = confirmSlot(state, now, at, rps, urgent);
             state = confirmed.state;
             if (confirmed.start === null) return ask(now);
             const start = confirmed.start;
@@ -377,6 +378,22 @@ describe("a request a client waits for (a test send, a confirmation mail)", () =
       expect(s.start! - s.at).toBeLessThanOrEqual(intervalMs(2));
     }
     expect(withinRate([9_470, 10_000, ...starts.map((s) => s.start!)], ARRIVAL_MS)).toBe(true);
+  });
+
+  it("is put off by up to 2 s when the sends' chunks it moved back took the next second, instead of reserving again behind them", () => {
+    // Sends 503 ms apart, answered within 5 ms; the chunks moved back by an earlier client confirmed
+    // their new starts up to half a second ahead: the first start left for this client's moment is
+    // 1,061 ms after it.
+    const sent = (...ats: number[]): Start[] => ats.map((at) => ({ at, by: at + 5, answered: true }));
+    const state: PacerState = { next: 12_100, starts: sent(10_000, 10_503, 11_006, 11_509) };
+    expect(confirmSlot(state, 10_900, 10_950, 2).start).toBeNull();
+    const urgent = confirmSlot(state, 10_900, 10_950, 2, true);
+    expect(urgent.start).toBe(11_006 + 5 + SECOND);
+    expect(withinRate([10_000, 10_503, 11_006, 11_509, urgent.start!], 5)).toBe(true);
+    // Further than URGENT_MAX_SHIFT_MS (2,067 ms here), it reserves again.
+    const fuller: PacerState = { ...state, starts: sent(10_000, 10_503, 11_006, 11_509, 12_012, 12_515) };
+    expect(12_012 + 5 + SECOND - 10_950).toBeGreaterThan(URGENT_MAX_SHIFT_MS);
+    expect(confirmSlot(fuller, 10_900, 10_950, 2, true).start).toBeNull();
   });
 
   it("waits out a 429's pause like anyone, and leaves at once on a quiet account", () => {

@@ -93,6 +93,14 @@ export const COLD_MS = 1_000;
 export const MAX_SHIFT_MS = 1_000;
 
 /**
+ * As far as an urgent caller's start may be put off. The sends' chunks it moved back confirm their
+ * new starts before its moment comes, and take the rate's next second: within MAX_SHIFT_MS there is
+ * then often no start left for it, and reserving again puts it behind the same chunks again (logged
+ * at the pacer during a 5,000-recipient send: up to four times). Up to 2 s, it leaves instead.
+ */
+export const URGENT_MAX_SHIFT_MS = 2 * MAX_SHIFT_MS;
+
+/**
  * The limit as a window: at most `count` requests reaching Resend in any `ms`: a second (for a rate
  * under 1 a second, 1000 / rps). A fractional rate over 1 (2.5) keeps to its whole part in every second.
  */
@@ -186,18 +194,18 @@ export const slotStands = (state: PacerState, at: number): boolean => at >= (sta
 /**
  * Records a request's start at the earliest moment from `from` on that keeps every window within the
  * rate, given the starts already recorded (those of the callers that kept time, and any confirmed
- * for later); null when that is more than MAX_SHIFT_MS away. Starts that may have reached Resend more
+ * for later); null when that is more than `maxShiftMs` away. Starts that may have reached Resend more
  * than two windows ago are dropped: the last window's can share one with a request yet to come, and
  * both say whether the account was quiet (a cold start, COLD_MS).
  */
-const recordStart = (state: PacerState, now: number, from: number, rps: number): { state: PacerState; start: number | null } => {
+const recordStart = (state: PacerState, now: number, from: number, rps: number, maxShiftMs = MAX_SHIFT_MS): { state: PacerState; start: number | null } => {
   const window = startWindow(rps);
   const kept = (state.starts ?? []).filter((s) => s.by > now - 2 * window.ms);
   const reach = kept.length < window.count ? COLD_MS : ARRIVAL_MS;
   const recorded = (t: number): Start => ({ at: t, by: t + reach });
   // The earliest fitting moment is `from`, or a window after a recorded start may have arrived (the
   // first moment it stops counting), or a recorded start itself (past it, the order changes).
-  const candidates = [from, ...kept.flatMap((s) => [s.at, s.by + window.ms])].filter((t) => t >= from && t - from <= MAX_SHIFT_MS).sort((a, b) => a - b);
+  const candidates = [from, ...kept.flatMap((s) => [s.at, s.by + window.ms])].filter((t) => t >= from && t - from <= maxShiftMs).sort((a, b) => a - b);
   const start = candidates.find((t) => fits([...kept, recorded(t)], window));
   if (start === undefined) return { state, start: null };
   // Slots handed out from now on come after it (after the start itself: how late a cold start may
@@ -213,10 +221,10 @@ const recordStart = (state: PacerState, now: number, from: number, rps: number):
  * either when leaving then would put more than `count` requests into a window (a late caller cannot
  * crowd the callers that kept time).
  */
-export const confirmSlot = (state: PacerState, now: number, at: number, rps: number): { state: PacerState; start: number | null } =>
+export const confirmSlot = (state: PacerState, now: number, at: number, rps: number, urgent = false): { state: PacerState; start: number | null } =>
   // A caller already past its slot is given the same lead as a reservation: leaving at `now`, it
   // would be late by the answer's trip back before it could leave.
-  slotStands(state, at) ? recordStart(state, now, at >= now ? at : now + LEAD_MS, rps) : { state, start: null };
+  slotStands(state, at) ? recordStart(state, now, at >= now ? at : now + LEAD_MS, rps, urgent ? URGENT_MAX_SHIFT_MS : MAX_SHIFT_MS) : { state, start: null };
 
 /**
  * A caller whose request was recorded as leaving at `start` could not leave then (its isolate was
@@ -284,8 +292,8 @@ export class ResendPacer extends DurableObject<Env> {
     this.save(pauseUntil(this.state, Date.now(), retryAfterMs));
   }
 
-  confirm(at: number, rps: number): number | null {
-    const { state, start } = confirmSlot(this.state, Date.now(), at, rps);
+  confirm(at: number, rps: number, urgent = false): number | null {
+    const { state, start } = confirmSlot(this.state, Date.now(), at, rps, urgent);
     this.save(state);
     return start;
   }
@@ -316,9 +324,10 @@ export type Pacer = {
   /**
    * Just before the slot at `at`: null when a 429's pause has covered it since it was reserved (or
    * the rate leaves no start near it); otherwise the request's start is recorded, and this is when
-   * the caller leaves: the slot, or a little later for a caller that came late.
+   * the caller leaves: the slot, or a little later for a caller that came late (`urgent`: a slot
+   * reserved as urgent, put off by up to URGENT_MAX_SHIFT_MS).
    */
-  confirm(at: number, rps: number): Promise<number | null>;
+  confirm(at: number, rps: number, urgent?: boolean): Promise<number | null>;
   /**
    * From a caller that could not leave at the start recorded for it (`start`, as `confirm` answered),
    * `lateMs` after it: the new start recorded for it (as far ahead as the caller was late, and
@@ -336,7 +345,7 @@ export const pacerFor = (env: Pick<Env, "RESEND_PACER">): Pacer => {
   return {
     reserve: (rps, maxWaitMs, urgent) => pacer().reserve(rps, maxWaitMs, urgent),
     pause: (retryAfterMs) => pacer().pause(retryAfterMs),
-    confirm: (at, rps) => pacer().confirm(at, rps),
+    confirm: (at, rps, urgent) => pacer().confirm(at, rps, urgent),
     restart: (start, rps, lateMs) => pacer().restart(start, rps, lateMs),
     // A word that cannot be said (the pacer unreachable) must never fail the request it is about.
     answered: async (start, afterMs) => pacer().answered(start, afterMs),

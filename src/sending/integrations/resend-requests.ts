@@ -140,7 +140,7 @@ export const awaitSlot = async (
     if (beforeConfirm && !(await beforeConfirm())) return;
     let looked = Date.now();
     if (stop.aborted) return abandoned;
-    let start = await config.pacer.confirm(slot.at, config.rps);
+    let start = await config.pacer.confirm(slot.at, config.rps, config.urgent);
     for (let restarts = 0; start !== null; restarts++) {
       if (beforeConfirm && start - looked > FRESH_LOOK_MS) {
         // The pacer put the start well after the look (this caller came late, or was moved): look
