@@ -58,6 +58,8 @@ const resourceRouters = [
 
 export const createApp = () => {
   const app = createRouter();
+  // Filled in once every route is registered (below); the middleware that reads it runs only on requests.
+  let fixedPaths: (path: string, method: string) => string | undefined = () => undefined;
   // The router's options are not exposed through createRouter; set the path extractor here.
   (app as unknown as { getPath: typeof withoutVersion }).getPath = withoutVersion;
 
@@ -76,7 +78,10 @@ export const createApp = () => {
 
   // "/workspaces/*" also matches "/workspaces" itself. Each route's own chain (src/lib/route.ts)
   // goes on with scope, workspace access and the body gate.
-  app.use("/workspaces/*", authenticate, rateLimit);
+  app.use("/workspaces/*", authenticate, rateLimit, async (c, next) => {
+    const methods = fixedPaths(c.req.path, c.req.method);
+    return methods ? renderError(c, notAllowed(c.req.method, c.req.url, methods)) : next();
+  });
   for (const router of resourceRouters) app.route("/", router);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
@@ -125,14 +130,11 @@ export const createApp = () => {
   app.route("/", docsRouter);
 
   const allowed = allowedMethods(app.routes);
+  fixedPaths = shadowedFixedPaths(app.routes);
   // Rendered here rather than thrown: Hono's not-found hook runs outside the middleware chain's error handling.
   app.notFound((c) => {
     const methods = allowed(c.req.path);
-    const error = methods
-      ? new ApiError("method_not_allowed", `${c.req.method} is not allowed on ${new URL(c.req.url).pathname}`, {
-          headers: { Allow: methods },
-        })
-      : noRoute(c.req.method, new URL(c.req.url).pathname);
+    const error = methods ? notAllowed(c.req.method, c.req.url, methods) : noRoute(c.req.method, new URL(c.req.url).pathname);
     return renderError(c, error);
   });
   // A request answered by an earlier one's Idempotency-Key record (src/db/commit.ts) is not an error.
@@ -155,9 +157,14 @@ const fromFrameworkError = (err: unknown): unknown => {
   }
 };
 
-/** For 405: which methods the route table has for a path that matched no route with this method. */
-const allowedMethods = (routes: { method: string; path: string }[]) => {
-  const table = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+const notAllowed = (method: string, url: string, allow: string) =>
+  new ApiError("method_not_allowed", `${method} is not allowed on ${new URL(url).pathname}`, { headers: { Allow: allow } });
+
+type RouteTable = Map<string, { pattern: RegExp; methods: Set<string> }>;
+
+/** Each route template (`/subscribers/:subscriber_id`), with a pattern for the paths it serves and its methods. */
+const routeTable = (routes: { method: string; path: string }[]): RouteTable => {
+  const table: RouteTable = new Map();
   for (const { method, path } of routes) {
     if (method === "ALL" || path.includes("*")) continue;
     let entry = table.get(path);
@@ -168,9 +175,32 @@ const allowedMethods = (routes: { method: string; path: string }[]) => {
     entry.methods.add(method);
     if (method === "GET") entry.methods.add("HEAD");
   }
+  return table;
+};
+
+/** For 405: which methods the route table has for a path that matched no route with this method. */
+const allowedMethods = (routes: { method: string; path: string }[]) => {
+  const table = routeTable(routes);
   return (path: string): string | undefined => {
     const methods = new Set<string>();
     for (const entry of table.values()) if (entry.pattern.test(path)) for (const m of entry.methods) methods.add(m);
     return methods.size > 0 ? [...methods].join(", ") : undefined;
+  };
+};
+
+/**
+ * A fixed path that a templated route also matches (`/subscribers/batch` and `/subscribers/:subscriber_id`)
+ * is, as OpenAPI matches paths, the fixed one's alone: a method it lacks is a 405 listing its own methods,
+ * not the templated route called with "batch" for an id. Answers the Allow list for such a request.
+ */
+const shadowedFixedPaths = (routes: { method: string; path: string }[]) => {
+  const table = routeTable(routes);
+  const templates = [...table.entries()];
+  const shadowed = templates.filter(
+    ([path, entry]) => templates.some(([other, { pattern }]) => other !== path && pattern.test(path) && !entry.pattern.test(other)),
+  );
+  return (path: string, method: string): string | undefined => {
+    for (const [, entry] of shadowed) if (entry.pattern.test(path) && !entry.methods.has(method)) return [...entry.methods].join(", ");
+    return undefined;
   };
 };

@@ -30,6 +30,23 @@ describe("one error shape everywhere", () => {
     expect(list.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "HEAD", "POST"]);
   });
 
+  it("answers a fixed path's wrong method with its own Allow, not as the templated path beside it", async () => {
+    const t = await tenant();
+    // `/subscribers/batch` is POST only; `/subscribers/{subscriber_id}` would take "batch" for an id.
+    for (const method of ["GET", "HEAD", "PATCH", "DELETE"]) {
+      const res = await t.call(method, `${t.ws}/subscribers/batch`, method === "PATCH" ? { body: { name: "x" } } : {});
+      expect(res.status, method).toBe(405);
+      if (method !== "HEAD") expectError(res, 405, "method_not_allowed");
+      expect(res.headers.get("allow")).toBe("POST");
+    }
+    // A real id still reaches the templated route, and the fixed path its own.
+    expectError(await t.call("GET", `${t.ws}/subscribers/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 404, "not_found");
+    const imported = await t.call("POST", `${t.ws}/subscribers/batch`, { body: { subscribers: [{ email: "fixed@example.com" }] } });
+    expect(imported.status).toBe(200);
+    // Without a credential, the credential is what is wrong.
+    expectError(await call("GET", `${t.ws}/subscribers/batch`), 401, "missing_credential");
+  });
+
   it("answers malformed JSON and non-object bodies with 400 invalid_json", async () => {
     const t = await tenant();
     const headers = { "content-type": "application/json" };

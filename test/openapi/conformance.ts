@@ -35,9 +35,11 @@ export const departureFromDocument = async (method: string, url: string, status:
   const { doc, routes } = await load();
   // The document's paths are relative to its server, `/v1`; the service answers them without it too.
   const path = new URL(url, "https://api.example.test").pathname.replace(/^\/v1(?=\/|$)/, "") || "/";
-  const route = routes.find((r) => r.pattern.test(path) && doc.paths[r.path]?.[method.toLowerCase()]);
-  if (!route) return undefined;
-  const operation = doc.paths[route.path]![method.toLowerCase()]!;
+  // As OpenAPI matches: the path with the fewest parameters serves it (`/subscribers/batch` before
+  // `/subscribers/{subscriber_id}`), whether or not it has this method.
+  const route = routes.find((r) => r.pattern.test(path));
+  const operation = route && doc.paths[route.path]?.[method.toLowerCase()];
+  if (!operation) return undefined;
   const response = operation.responses[String(status)];
   if (!response) return `${operation.operationId} answered ${status}, which /openapi.json does not list (${Object.keys(operation.responses).join(", ")})`;
   const media = response.content && Object.keys(response.content)[0];
