@@ -166,6 +166,41 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(problem.message).not.toMatch(/call stack/i);
   });
 
+  it("refuses an index nested in indexes more than 16 deep before the engine walks it, and bounds every report", () => {
+    const refusal = (over: Parameters<typeof content>[0]) => {
+      try {
+        validateCampaignContent(content(over));
+      } catch (err) {
+        expect(err).toBeInstanceOf(ApiError);
+        return err as ApiError;
+      }
+      throw new Error("expected the content to be rejected");
+    };
+    const nested = (depth: number) => `{{ ${"subscriber.tags[".repeat(depth)}0${"]".repeat(depth)} }}`;
+    // 5,000 deep once ran the engine's analysis out of stack (a 500); 1,000 deep answered 8.8 MB.
+    for (const depth of [17, 1_000, 5_000]) {
+      for (const field of ["text", "html"] as const) {
+        const e = refusal({ [field]: `<p>\n${nested(depth)}</p>` });
+        expect(e.param).toBe(field);
+        expect(e.message).toBe(`${field}: the template nests too deeply (more than 16 "[" inside one another) on line 2`);
+      }
+    }
+    // Brackets in a string are text, not indexes.
+    expect(() => validateCampaignContent(content({ text: `{{ "${"[".repeat(40)}" | append: subscriber.name }}` }))).not.toThrow();
+    // 16 deep is refused for what it reads (an index from a variable), in a report of bounded size.
+    const sixteen = refusal({ text: nested(16) });
+    expect(sixteen.message).toContain("unknown variable");
+    expect(JSON.stringify(sixteen.details).length).toBeLessThan(20_000);
+    // A long name is quoted clipped; many problems are counted past the first 20.
+    const long = refusal({ text: `{{ subscriber.${"a".repeat(5_000)} }}` });
+    expect(long.message.length).toBeLessThan(600);
+    expect(long.message).toContain("aaa…");
+    const many = refusal({ text: Array.from({ length: 500 }, (_, i) => `{{ subscriber.x${i} }}`).join("\n") });
+    expect(many.details).toHaveLength(21);
+    expect(many.details?.[0]?.message).toContain('unknown variable "subscriber.x0" on line 1');
+    expect(many.details?.[20]?.message).toBe("and 480 more problems of the same kinds (the first 20 are listed)");
+  });
+
   it("html nesting its elements too deeply for its text part to be read is a problem of the html, whether the text comes from the template or each message", () => {
     const tags = "<b>".repeat(5_000);
     for (const html of [

@@ -27,6 +27,17 @@ const MAX_LOOP_RANGE = 1000;
  */
 const MAX_LIQUID_PIECES = 10_000;
 const LIQUID_TAG = /^\{%-?\s*liquid\s/;
+/**
+ * Brackets inside one another in one tag or output, at most (`a[b[c[0]]]` is three): each level is an
+ * index read from another variable, which the engine's analysis walks recursively and reports as a
+ * variable of its own (its name holding every level inside it), so depth costs stack and, reported,
+ * the square of the depth in characters.
+ */
+const MAX_INDEX_NESTING = 16;
+/** Problems one field reports at most (each unknown variable is one); the count of the others is given. */
+const MAX_PROBLEMS = 20;
+/** An unknown variable's name, as quoted in a problem, at most (in characters; longer ones end in "…"). */
+const MAX_NAME_SHOWN = 120;
 const linesIn = (tag: string): number => 1 + (tag.match(/\r\n?|\n/g)?.length ?? 0);
 
 /** The variables a template may use, by root; `null`: the root is a value itself. */
@@ -72,7 +83,7 @@ const problemOf = (err: unknown): string => {
     return `the template needs more than ${RENDER_MEMORY_LIMIT} items or characters to render (a loop over too large a range?)`;
   }
   // The engine's own exceptions, in words a template's author can act on.
-  if (cause instanceof RangeError && /call stack/i.test(message)) return "the template nests too deeply (tags, captures or parentheses inside one another)";
+  if (cause instanceof RangeError && /call stack/i.test(message)) return `${NESTS_TOO_DEEPLY} (tags, captures or parentheses inside one another)`;
   if (cause instanceof URIError) return "url_decode was given malformed percent-encoding";
   const text = message.replace(/, line:\d+, col:\d+$/, "");
   const filter = /^undefined filter: (\w+)$/.exec(text)?.[1];
@@ -80,6 +91,25 @@ const problemOf = (err: unknown): string => {
     ? `the ${filter} filter is not supported: it evaluates an expression hidden in a string (use ${filter.replace(/_exp$/, "")} with a property, or a for loop with an if)`
     : text;
 };
+
+const NESTS_TOO_DEEPLY = "the template nests too deeply";
+
+/** How deep `[` nest in one piece of Liquid, outside its quoted strings. */
+const indexNesting = (piece: string): number => {
+  let depth = 0;
+  let deepest = 0;
+  let quote: string | undefined;
+  for (const char of piece) {
+    if (quote) {
+      if (char === quote) quote = undefined;
+    } else if (char === '"' || char === "'") quote = char;
+    else if (char === "[") deepest = Math.max(deepest, ++depth);
+    else if (char === "]") depth = Math.max(0, depth - 1);
+  }
+  return deepest;
+};
+
+const clipped = (name: string) => (name.length > MAX_NAME_SHOWN ? `${name.slice(0, MAX_NAME_SHOWN - 1)}…` : name);
 
 const at = (line: number | undefined) => (line === undefined ? "" : ` on line ${line}`);
 
@@ -123,6 +153,9 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
     if (count > MAX_LIQUID_PIECES) {
       return { problems: [new TemplateError(field, `the template holds more than ${MAX_LIQUID_PIECES} Liquid tags and outputs`)] };
     }
+    if (indexNesting(piece[0]) > MAX_INDEX_NESTING) {
+      return { problems: [new TemplateError(field, `${NESTS_TOO_DEEPLY} (more than ${MAX_INDEX_NESTING} "[" inside one another) on line ${lineAt(source, piece.index)}`)] };
+    }
   }
   let templates: Template[];
   try {
@@ -131,12 +164,19 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
     if (!(err instanceof LiquidError)) throw err;
     return { problems: [new TemplateError(field, `${problemOf(err)}${at(lineOf(err))}`)] };
   }
-  const analysis = engine.analyzeSync(templates);
+  let analysis: ReturnType<typeof engine.analyzeSync>;
+  try {
+    analysis = engine.analyzeSync(templates);
+  } catch (err) {
+    // (The analysis walks what the parser built recursively, and may run out of stack where parsing did not.)
+    if (!(err instanceof RangeError)) throw err;
+    return { problems: [new TemplateError(field, problemOf(err))] };
+  }
   const unknown: { line: number; problem: TemplateError }[] = [];
   for (const variables of Object.values(analysis.globals)) {
     for (const variable of variables) {
       if (isKnown(variable.segments, field) || isOffsetContinue(source, variable)) continue;
-      const name = String(variable);
+      const name = clipped(String(variable));
       const hint = field === "subject" && name.startsWith("campaign.") ? " (the subject cannot use itself)" : "";
       const line = variable.location.row;
       // Liquid reads a number it does not know (`1e3`, `1_000`) as the name of a variable.
@@ -150,6 +190,10 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
   const used = Object.values(analysis.variables).flat();
   unknown.push(...namesNotWrittenOut(field, source, used), ...loopObjectMisreads(field, used));
   const problems = [...unknown.sort((a, b) => a.line - b.line).map((u) => u.problem), ...loopProblems(field, templates)];
+  if (problems.length > MAX_PROBLEMS) {
+    const more = problems.length - MAX_PROBLEMS;
+    return { problems: [...problems.slice(0, MAX_PROBLEMS), new TemplateError(field, `and ${more} more problem${more === 1 ? "" : "s"} of the same kinds (the first ${MAX_PROBLEMS} are listed)`)] };
+  }
   if (problems.length > 0) return { problems };
   return { templates, globals: new Set(Object.keys(analysis.globals)) };
 };
