@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { openToken, sealToken, utf8 } from "../src/consent/signed-link";
 import { unsubscribeToken } from "../src/consent/unsubscribe-token";
+import { sha256Hex } from "../src/lib/crypto";
 import { signerFor } from "../src/lib/signing";
 import { type ApiResponse, call, createCredential, expectError, tenant } from "./helpers";
 import { mockResend } from "./resend.mock";
@@ -222,6 +224,27 @@ describe("the confirmation link", () => {
     expect(await statusOf(t, sub.id)).toBe("pending");
     // A new link, for the new address, works.
     expectPage(await confirm(await linkPath(t, sub.id, nl.id)), 200);
+    expect(await statusOf(t, sub.id)).toBe("active");
+  });
+
+  it("carries a keyed digest of the address, so a link lets nobody test guesses of it; links made with the unkeyed one still confirm", async () => {
+    const t = await tenant();
+    const nl = await createNewsletter(t);
+    const sub = await pendingSubscriber(t, "Grace.Hopper@Example.com");
+    const token = (await linkPath(t, sub.id, nl.id)).slice("/c/".length);
+    const [, , digest] = utf8.decode(openToken(token)!.payload).split(" ");
+    const unkeyed = (await sha256Hex("grace.hopper@example.com")).slice(0, 16);
+    expect(digest).toHaveLength(16);
+    expect(digest).not.toBe(unkeyed);
+    // A link mailed before the digest was keyed: the same layout, the address's SHA-256.
+    const older = await sealToken(
+      signerFor(env),
+      "confirm",
+      new TextEncoder().encode(`${sub.id} ${nl.id} ${unkeyed}`),
+      `${sub.id}:${nl.id}:${unkeyed}`,
+    );
+    expectPage(await page("GET", `/c/${older}`), 200);
+    expectPage(await confirm(`/c/${older}`), 200);
     expect(await statusOf(t, sub.id)).toBe("active");
   });
 

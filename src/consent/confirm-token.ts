@@ -10,17 +10,29 @@ import { linkUrl, openToken, sealToken, utf8 } from "./signed-link";
 // No expiry: it can only move a `pending` subscriber at that same address to `active`.
 
 const PURPOSE = "confirm";
+const DIGEST_PURPOSE = "confirm-address";
 const DIGEST_CHARS = 16;
 
 export type ConfirmTarget = { subscriberId: string; newsletterId: string; addressDigest: string };
 
-/** The first 8 bytes of the address's SHA-256, case aside (the service compares addresses so). */
-export const addressDigest = async (email: string): Promise<string> => (await sha256Hex(emailKey(email))).slice(0, DIGEST_CHARS);
+/**
+ * The address's digest a link carries: keyed (the first 16 characters of its signature under the
+ * service key), case aside (the service compares addresses so), so that whoever holds a link cannot
+ * test guesses of the address against it.
+ */
+const addressDigest = async (signer: Signer, email: string): Promise<string> => (await signer.sign(DIGEST_PURPOSE, emailKey(email))).slice(0, DIGEST_CHARS);
+
+/** The digest links made before it was keyed carry: the first 8 bytes of the address's SHA-256, in hex. */
+const unkeyedDigest = async (email: string): Promise<string> => (await sha256Hex(emailKey(email))).slice(0, DIGEST_CHARS);
+
+/** The link was made for this address (by either digest: links mailed before it was keyed still confirm). */
+export const madeForAddress = async (signer: Signer, target: ConfirmTarget, email: string): Promise<boolean> =>
+  target.addressDigest === (await addressDigest(signer, email)) || target.addressDigest === (await unkeyedDigest(email));
 
 const signedMessage = (target: ConfirmTarget) => `${target.subscriberId}:${target.newsletterId}:${target.addressDigest}`;
 
 export const confirmToken = async (signer: Signer, subscriber: { id: string; email: string }, newsletterId: string): Promise<string> => {
-  const target = { subscriberId: subscriber.id, newsletterId, addressDigest: await addressDigest(subscriber.email) };
+  const target = { subscriberId: subscriber.id, newsletterId, addressDigest: await addressDigest(signer, subscriber.email) };
   const payload = new TextEncoder().encode(`${target.subscriberId} ${target.newsletterId} ${target.addressDigest}`);
   return sealToken(signer, PURPOSE, payload, signedMessage(target));
 };

@@ -1,6 +1,7 @@
 import type { subscribers } from "../db/schema";
 import { outboxStatement } from "../events/outbox";
-import { addressDigest, type ConfirmTarget } from "./confirm-token";
+import type { Signer } from "../lib/signing";
+import { type ConfirmTarget, madeForAddress } from "./confirm-token";
 
 // Confirmations made through a confirmation (double opt-in) link: `pending` → `active`, in one atomic
 // batch with its event, reading back what the page shows.
@@ -21,19 +22,19 @@ const STATE_SQL = `
    WHERE s.id = ?1`;
 
 /** The state, while the link names a subscriber still at the address it was mailed to. */
-const toState = async (target: ConfirmTarget, row: StateRow | undefined | null): Promise<ConfirmState | undefined> =>
-  row && (await addressDigest(row.email)) === target.addressDigest ? { email: row.email, status: row.status, newsletterName: row.newsletter_name } : undefined;
+const toState = async (signer: Signer, target: ConfirmTarget, row: StateRow | undefined | null): Promise<ConfirmState | undefined> =>
+  row && (await madeForAddress(signer, target, row.email)) ? { email: row.email, status: row.status, newsletterName: row.newsletter_name } : undefined;
 
 /** The page's state; undefined when the link names nothing (deleted, another deployment, an old address). */
-export const findConfirmState = async (d1: D1Database, target: ConfirmTarget) =>
-  toState(target, await d1.prepare(STATE_SQL).bind(target.subscriberId, target.newsletterId).first<StateRow>());
+export const findConfirmState = async (d1: D1Database, signer: Signer, target: ConfirmTarget) =>
+  toState(signer, target, await d1.prepare(STATE_SQL).bind(target.subscriberId, target.newsletterId).first<StateRow>());
 
 /**
  * Confirms a `pending` subscriber still at `email` (the address the page read and the link names):
  * `active`, with a `subscriber.updated` event. Any other status stays as it is (someone who
  * unsubscribed or bounced since is not brought back by an old link); a repeat changes nothing.
  */
-export const confirmThroughLink = async (d1: D1Database, target: ConfirmTarget, email: string, now: number) => {
+export const confirmThroughLink = async (d1: D1Database, signer: Signer, target: ConfirmTarget, email: string, now: number) => {
   const results = await d1.batch<StateRow>([
     d1
       .prepare(
@@ -46,7 +47,7 @@ export const confirmThroughLink = async (d1: D1Database, target: ConfirmTarget, 
     outboxStatement(d1, { type: "subscriber.updated", resource: "subscriber", id: target.subscriberId }, now),
     d1.prepare(STATE_SQL).bind(target.subscriberId, target.newsletterId),
   ]);
-  return { changed: results[0]?.meta.changes === 1, state: await toState(target, results.at(-1)?.results[0]) };
+  return { changed: results[0]?.meta.changes === 1, state: await toState(signer, target, results.at(-1)?.results[0]) };
 };
 
 /** Who a confirmation is asked of and which newsletter it comes from, read together (one D1 call); each null when not in the workspace. */

@@ -147,7 +147,7 @@ export const consentRouter = new Hono<AppEnv>()
     if (c.req.method === "HEAD") return notAllowed("GET, POST");
     const target = await confirmTarget(c, { form: false });
     if (target instanceof Response) return target;
-    const state = await findConfirmState(c.var.db.$client, target);
+    const state = await findConfirmState(c.var.db.$client, c.var.signer, target);
     if (!state) return respond(invalidLinkPage());
     const subject = subjectOf(c, state);
     return state.status === "pending" ? respond(confirmSubscriptionPage(subject)) : afterConfirmation(subject, state.status, false);
@@ -156,10 +156,10 @@ export const consentRouter = new Hono<AppEnv>()
     const target = await confirmTarget(c, { form: true });
     if (target instanceof Response) return target;
     // The address the link was mailed to, as the subscriber has it now: the write confirms only that one.
-    const before = await findConfirmState(c.var.db.$client, target);
+    const before = await findConfirmState(c.var.db.$client, c.var.signer, target);
     if (!before) return respond(invalidLinkPage());
     if (before.status !== "pending") return afterConfirmation(subjectOf(c, before), before.status, false);
-    const { changed, state } = await confirmThroughLink(requestOutbox(c), target, before.email, Date.now());
+    const { changed, state } = await confirmThroughLink(requestOutbox(c), c.var.signer, target, before.email, Date.now());
     if (!state) return respond(invalidLinkPage());
     return afterConfirmation(subjectOf(c, state), state.status, changed);
   })
