@@ -234,8 +234,12 @@ describe("the confirmation link", () => {
     const token = (await linkPath(t, sub.id, nl.id)).slice("/c/".length);
     const [, , digest] = utf8.decode(openToken(token)!.payload).split(" ");
     const unkeyed = (await sha256Hex("grace.hopper@example.com")).slice(0, 16);
-    expect(digest).toHaveLength(16);
+    expect(digest).toHaveLength(22);
     expect(digest).not.toBe(unkeyed);
+    // The deployment then signs with a CURSOR_SECRET of its own: the link and its digest, made under the service's key, still hold.
+    const rotated = await call("GET", `/c/${token}`, { headers: fromIp(), env: { CURSOR_SECRET: "k".repeat(48) } });
+    expectPage(rotated, 200);
+    expect(rotated.text).toContain("Confirm");
     // A link mailed before the digest was keyed: the same layout, the address's SHA-256.
     const older = await sealToken(
       signerFor(env),

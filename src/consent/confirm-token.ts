@@ -11,23 +11,25 @@ import { linkUrl, openToken, sealToken, utf8 } from "./signed-link";
 
 const PURPOSE = "confirm";
 const DIGEST_PURPOSE = "confirm-address";
-const DIGEST_CHARS = 16;
+/** A keyed digest is a signature (signing.ts: 16 bytes, base64url). */
+const DIGEST_CHARS = 22;
+/** Links made before the digest was keyed carry the first 8 bytes of the address's SHA-256, in hex. */
+const UNKEYED_DIGEST_CHARS = 16;
 
 export type ConfirmTarget = { subscriberId: string; newsletterId: string; addressDigest: string };
 
 /**
- * The address's digest a link carries: keyed (the first 16 characters of its signature under the
- * service key), case aside (the service compares addresses so), so that whoever holds a link cannot
- * test guesses of the address against it.
+ * The address's digest a link carries: its signature under the service key, case aside (the service
+ * compares addresses so), so that whoever holds a link cannot test guesses of the address against
+ * it; checked as any signature, so a rotated key keeps it valid as it keeps the link's.
  */
-const addressDigest = async (signer: Signer, email: string): Promise<string> => (await signer.sign(DIGEST_PURPOSE, emailKey(email))).slice(0, DIGEST_CHARS);
-
-/** The digest links made before it was keyed carry: the first 8 bytes of the address's SHA-256, in hex. */
-const unkeyedDigest = async (email: string): Promise<string> => (await sha256Hex(emailKey(email))).slice(0, DIGEST_CHARS);
+const addressDigest = (signer: Signer, email: string): Promise<string> => signer.sign(DIGEST_PURPOSE, emailKey(email));
 
 /** The link was made for this address (by either digest: links mailed before it was keyed still confirm). */
 export const madeForAddress = async (signer: Signer, target: ConfirmTarget, email: string): Promise<boolean> =>
-  target.addressDigest === (await addressDigest(signer, email)) || target.addressDigest === (await unkeyedDigest(email));
+  target.addressDigest.length === UNKEYED_DIGEST_CHARS
+    ? target.addressDigest === (await sha256Hex(emailKey(email))).slice(0, UNKEYED_DIGEST_CHARS)
+    : signer.verify(DIGEST_PURPOSE, emailKey(email), target.addressDigest);
 
 const signedMessage = (target: ConfirmTarget) => `${target.subscriberId}:${target.newsletterId}:${target.addressDigest}`;
 
@@ -48,7 +50,7 @@ export const readConfirmToken = async (signer: Signer, token: string): Promise<C
     return null;
   }
   const [subscriberId, newsletterId, digest] = parts;
-  if (parts.length !== 3 || !subscriberId || !newsletterId || digest?.length !== DIGEST_CHARS) return null;
+  if (parts.length !== 3 || !subscriberId || !newsletterId || (digest?.length !== DIGEST_CHARS && digest?.length !== UNKEYED_DIGEST_CHARS)) return null;
   const target = { subscriberId, newsletterId, addressDigest: digest };
   return (await signer.verify(PURPOSE, signedMessage(target), opened.signature)) ? target : null;
 };
