@@ -185,8 +185,16 @@ describe("template errors (400 validation_failed naming the field, the line and 
         expect(e.message).toBe(`${field}: the template nests too deeply (more than 16 "[" inside one another) on line 2`);
       }
     }
-    // Brackets in a string are text, not indexes.
-    expect(() => validateCampaignContent(content({ text: `{{ "${"[".repeat(40)}" | append: subscriber.name }}` }))).not.toThrow();
+    // However the engine reads quotes: an apostrophe in a comment line of {% liquid %} opens no string,
+    // and "}}" in a string does not end the output.
+    const hidden = [
+      `{% liquid\n# it's\necho ${nested(3_000).slice(3, -3)}\n%}`,
+      `{{ "}}" | append: ${nested(3_000).slice(3, -3)} }}`,
+      `{% raw %}{{ [x] }}{% endraw %}{% if true %}{{ "'" }}${nested(3_000)}{% endif %}`,
+    ];
+    for (const html of hidden) expect(refusal({ html }).message).toMatch(/^html: the template nests too deeply \(more than 16 "\[" inside one another\) on line 1$/);
+    // Brackets in a string count too (no quote hides one), 16 of them are fine.
+    expect(() => validateCampaignContent(content({ text: `{{ "${"[".repeat(16)}" | append: subscriber.name }}` }))).not.toThrow();
     // 16 deep is refused for what it reads (an index from a variable), in a report of bounded size.
     const sixteen = refusal({ text: nested(16) });
     expect(sixteen.message).toContain("unknown variable");
@@ -199,6 +207,13 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(many.details).toHaveLength(21);
     expect(many.details?.[0]?.message).toContain('unknown variable "subscriber.x0" on line 1');
     expect(many.details?.[20]?.message).toBe("and 480 more problems of the same kinds (the first 20 are listed)");
+    // The engine's own messages quote the tag they are about: up to 300 characters of it.
+    const unclosed = refusal({ html: `{% if ${'"'.repeat(200_000)} %}`, text: `{{ 1 | ${"a".repeat(100_000)} }}` });
+    expect(JSON.stringify(unclosed.details).length).toBeLessThan(2_000);
+    expect(unclosed.message).toContain("…");
+    for (const text of [`{{ 1${"a".repeat(5_000)} }}`, `{{ [k${"a".repeat(5_000)}].x }}`, `{% for i in (1..2) %}{{ forloop.x${"a".repeat(5_000)} }}{% endfor %}`]) {
+      expect(refusal({ text }).message.length, text.slice(0, 20)).toBeLessThan(600);
+    }
   });
 
   it("html nesting its elements too deeply for its text part to be read is a problem of the html, whether the text comes from the template or each message", () => {

@@ -47,6 +47,28 @@ describe("one error shape everywhere", () => {
     expectError(await call("GET", `${t.ws}/subscribers/batch`), 401, "missing_credential");
   });
 
+  it("lists at most 50 problems and counts the rest, each parameter's name quoted up to 200 characters", async () => {
+    const t = await tenant();
+    const body: Record<string, unknown> = { email: "many@example.com" };
+    for (let i = 0; i < 1_000; i++) body[`k${i}`] = 0;
+    const res = await t.call("POST", `${t.ws}/subscribers`, { body });
+    expectError(res, 400, "validation_failed", "k0");
+    expect(res.body.error.details).toHaveLength(51);
+    expect(res.body.error.details[49]).toEqual({ param: "k49", message: "k49 is not a recognized parameter" });
+    expect(res.body.error.details[50]).toEqual({ message: "and 950 more problems (the first 50 are listed)" });
+    expect(res.text.length).toBeLessThan(10_000);
+    // An import's problems, one per bad element, the same.
+    const subscribers = Array.from({ length: 200 }, () => ({ email: "", tags: [""] }));
+    const batch = await t.call("POST", `${t.ws}/subscribers/batch`, { body: { subscribers } });
+    expectError(batch, 400, "validation_failed");
+    expect(batch.body.error.details).toHaveLength(51);
+    expect(batch.body.error.details[50].message).toBe("and 350 more problems (the first 50 are listed)");
+    const long = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "long@example.com", ["x".repeat(10_000)]: 1 } });
+    expectError(long, 400, "validation_failed");
+    expect(long.body.error.param).toBe(`${"x".repeat(199)}…`);
+    expect(long.text.length).toBeLessThan(2_000);
+  });
+
   it("answers malformed JSON and non-object bodies with 400 invalid_json", async () => {
     const t = await tenant();
     const headers = { "content-type": "application/json" };

@@ -1,6 +1,6 @@
-import { ForTag, LiquidError, TablerowTag, type Template } from "liquidjs";
+import { ForTag, LiquidError, TablerowTag, TagToken, type Template, type Token, Tokenizer, TokenKind } from "liquidjs";
 import { type Engine, EXPRESSION_FILTERS, htmlEngine, LOOP_PROPERTIES, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
-import { LIQUID, lineOf as lineAt, offsetOf } from "./liquid-syntax";
+import { lineOf as lineAt, offsetOf } from "./liquid-syntax";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
 // variables the contract lists (checked statically, so a typo inside a branch the sample would not
@@ -26,7 +26,6 @@ const MAX_LOOP_RANGE = 1000;
  * step), and a bound on the work of checking it when it is saved.
  */
 const MAX_LIQUID_PIECES = 10_000;
-const LIQUID_TAG = /^\{%-?\s*liquid\s/;
 /**
  * Brackets inside one another in one tag or output, at most (`a[b[c[0]]]` is three): each level is an
  * index read from another variable, which the engine's analysis walks recursively and reports as a
@@ -36,8 +35,10 @@ const LIQUID_TAG = /^\{%-?\s*liquid\s/;
 const MAX_INDEX_NESTING = 16;
 /** Problems one field reports at most (each unknown variable is one); the count of the others is given. */
 const MAX_PROBLEMS = 20;
-/** An unknown variable's name, as quoted in a problem, at most (in characters; longer ones end in "…"). */
+/** A name (a variable's, a filter's, a property's), as quoted in a problem, at most (in characters; longer ones end in "…"). */
 const MAX_NAME_SHOWN = 120;
+/** The engine's own message about a template, as a problem quotes it, at most (it quotes the tag it is about). */
+const MAX_ENGINE_MESSAGE = 300;
 const linesIn = (tag: string): number => 1 + (tag.match(/\r\n?|\n/g)?.length ?? 0);
 
 /** The variables a template may use, by root; `null`: the root is a value itself. */
@@ -85,7 +86,8 @@ const problemOf = (err: unknown): string => {
   // The engine's own exceptions, in words a template's author can act on.
   if (cause instanceof RangeError && /call stack/i.test(message)) return `${NESTS_TOO_DEEPLY} (tags, captures or parentheses inside one another)`;
   if (cause instanceof URIError) return "url_decode was given malformed percent-encoding";
-  const text = message.replace(/, line:\d+, col:\d+$/, "");
+  // (The engine's messages quote the tag they are about, however long: quoted up to a few hundred characters.)
+  const text = clipped(message.replace(/, line:\d+, col:\d+$/, ""), MAX_ENGINE_MESSAGE);
   const filter = /^undefined filter: (\w+)$/.exec(text)?.[1];
   return filter && (EXPRESSION_FILTERS as readonly string[]).includes(filter)
     ? `the ${filter} filter is not supported: it evaluates an expression hidden in a string (use ${filter.replace(/_exp$/, "")} with a property, or a for loop with an if)`
@@ -94,22 +96,22 @@ const problemOf = (err: unknown): string => {
 
 const NESTS_TOO_DEEPLY = "the template nests too deeply";
 
-/** How deep `[` nest in one piece of Liquid, outside its quoted strings. */
+/**
+ * How deep `[` nest in one tag or output, strings and comments included: what reads as a string or a
+ * comment is the engine's to decide (a `#` line of a {% liquid %} tag is one, its apostrophe opens
+ * nothing), so no quote is taken to hide a bracket.
+ */
 const indexNesting = (piece: string): number => {
   let depth = 0;
   let deepest = 0;
-  let quote: string | undefined;
   for (const char of piece) {
-    if (quote) {
-      if (char === quote) quote = undefined;
-    } else if (char === '"' || char === "'") quote = char;
-    else if (char === "[") deepest = Math.max(deepest, ++depth);
+    if (char === "[") deepest = Math.max(deepest, ++depth);
     else if (char === "]") depth = Math.max(0, depth - 1);
   }
   return deepest;
 };
 
-const clipped = (name: string) => (name.length > MAX_NAME_SHOWN ? `${name.slice(0, MAX_NAME_SHOWN - 1)}…` : name);
+const clipped = (name: string, most = MAX_NAME_SHOWN) => (name.length > most ? `${name.slice(0, most - 1)}…` : name);
 
 const at = (line: number | undefined) => (line === undefined ? "" : ` on line ${line}`);
 
@@ -144,17 +146,25 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
   const engine = engineFor(field);
   const unclosed = unclosedOpeners(field, source);
   if (unclosed) return { problems: [unclosed] };
+  // The tags and outputs as the engine reads them (quotes, raw blocks): counted, and their nesting
+  // bounded, before the engine parses them. One it cannot read is the parser's to report.
+  let pieces: Token[] = [];
+  try {
+    pieces = new Tokenizer(source, engine.options.operators).readTopLevelTokens(engine.options);
+  } catch (err) {
+    if (!(err instanceof LiquidError)) throw err;
+  }
   let count = 0;
-  for (LIQUID.lastIndex = 0; ; ) {
-    const piece = LIQUID.exec(source);
-    if (piece === null) break;
+  for (const piece of pieces) {
+    if (piece.kind !== TokenKind.Tag && piece.kind !== TokenKind.Output) continue;
+    const text = piece.getText();
     // Each line of a {% liquid %} tag is a tag of its own (and parsing them costs as much).
-    count += LIQUID_TAG.test(piece[0]) ? linesIn(piece[0]) : 1;
+    count += piece instanceof TagToken && piece.name === "liquid" ? linesIn(text) : 1;
     if (count > MAX_LIQUID_PIECES) {
       return { problems: [new TemplateError(field, `the template holds more than ${MAX_LIQUID_PIECES} Liquid tags and outputs`)] };
     }
-    if (indexNesting(piece[0]) > MAX_INDEX_NESTING) {
-      return { problems: [new TemplateError(field, `${NESTS_TOO_DEEPLY} (more than ${MAX_INDEX_NESTING} "[" inside one another) on line ${lineAt(source, piece.index)}`)] };
+    if (indexNesting(text) > MAX_INDEX_NESTING) {
+      return { problems: [new TemplateError(field, `${NESTS_TOO_DEEPLY} (more than ${MAX_INDEX_NESTING} "[" inside one another) on line ${lineAt(source, piece.begin)}`)] };
     }
   }
   let templates: Template[];
@@ -180,7 +190,7 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
       const hint = field === "subject" && name.startsWith("campaign.") ? " (the subject cannot use itself)" : "";
       const line = variable.location.row;
       // Liquid reads a number it does not know (`1e3`, `1_000`) as the name of a variable.
-      const head = String(variable.segments[0] ?? "");
+      const head = clipped(String(variable.segments[0] ?? ""));
       const problem = /^[0-9.]/.test(head)
         ? `"${head}" is not a number Liquid reads${at(line)} (write numbers as digits with an optional point, without an exponent)`
         : `unknown variable "${name}"${at(line)}${hint}; known: ${variableList}`;
@@ -217,7 +227,7 @@ const namesNotWrittenOut = (field: TemplateField, source: string, variables: rea
   for (const { segments, location } of variables) {
     const offset = offsetOf(source, location.row, location.col);
     if (source[offset] !== "[" || /^\[\s*["']/.test(source.slice(offset, offset + 16))) continue;
-    const name = String(segments[0] ?? "");
+    const name = clipped(String(segments[0] ?? ""));
     found.push({
       line: location.row,
       problem: new TemplateError(
@@ -237,7 +247,7 @@ const loopObjectMisreads = (field: TemplateField, variables: readonly AnalyzedVa
   variables.flatMap(({ segments: [root, property], location }) => {
     const known = typeof root === "string" && Object.hasOwn(LOOP_PROPERTIES, root) ? LOOP_PROPERTIES[root] : undefined;
     if (!known || property === undefined || (typeof property === "string" && known.includes(property))) return [];
-    const name = `${root}.${String(property)}`;
+    const name = clipped(`${root}.${String(property)}`);
     return [{ line: location.row, problem: new TemplateError(field, `"${name}"${at(location.row)} is not a property of ${root} (it has ${known.join(", ")})`) }];
   });
 

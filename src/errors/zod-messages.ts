@@ -61,8 +61,20 @@ const paramOf = (path: readonly PropertyKey[], prefix?: string): string | undefi
   return out || undefined;
 };
 
+/** Problems one answer lists at most; one more entry counts the rest (a body of 580,000 unknown keys answered 37 MB). */
+export const MAX_DETAILS = 50;
+/** A parameter's name, as an answer quotes it, at most (in characters; a longer one ends in "…"). */
+const MAX_PARAM_SHOWN = 200;
+
+const shown = (param: string | undefined) => (param && param.length > MAX_PARAM_SHOWN ? `${param.slice(0, MAX_PARAM_SHOWN - 1)}…` : param);
+
 export const zodIssuesToDetails = (error: z.core.$ZodError, rename?: (param: string) => string): ErrorDetail[] => {
   const details: ErrorDetail[] = [];
+  let more = 0;
+  const add = (detail: () => ErrorDetail) => {
+    if (details.length < MAX_DETAILS) details.push(detail());
+    else more++;
+  };
   // A value of the wrong type is told that alone: zod still runs the checks that also apply to other
   // types (an array's `max` measures a string's length too), which would say nothing useful.
   const mistyped = new Set(error.issues.filter((issue) => issue.code === "invalid_type").map((issue) => paramOf(issue.path)));
@@ -70,14 +82,19 @@ export const zodIssuesToDetails = (error: z.core.$ZodError, rename?: (param: str
     if (issue.code !== "invalid_type" && mistyped.has(paramOf(issue.path))) continue;
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
-        const param = paramOf([...issue.path, key]);
-        details.push({ param, message: `${param} is not a recognized parameter` });
+        add(() => {
+          const param = shown(paramOf([...issue.path, key]));
+          return { param, message: `${param} is not a recognized parameter` };
+        });
       }
       continue;
     }
-    const raw = paramOf(issue.path);
-    const param = raw && rename ? rename(raw) : raw;
-    details.push({ param, message: param ? `${param} ${issue.message}` : issue.message });
+    add(() => {
+      const raw = paramOf(issue.path);
+      const param = shown(raw && rename ? rename(raw) : raw);
+      return { param, message: param ? `${param} ${issue.message}` : issue.message };
+    });
   }
+  if (more > 0) details.push({ message: `and ${more} more problem${more === 1 ? "" : "s"} (the first ${MAX_DETAILS} are listed)` });
   return details;
 };
