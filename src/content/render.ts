@@ -1,7 +1,7 @@
 import { type Template, TokenKind } from "liquidjs";
 import { BLOCK_AT, BLOCKS, type BlockOffsets, type Engine, htmlEngine, htmlLayoutEngine, type MessageScope, plainEngine, plainLayoutEngine, renderContext } from "./engine";
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
-import { htmlToText, lineFeeds, NestedTooDeep, tidyText } from "./html-text";
+import { htmlToText, lineFeeds, tidyText, UnreadableHtml } from "./html-text";
 import { deriveTextTemplate } from "./text-once";
 import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
@@ -167,12 +167,12 @@ const part = (field: TemplateField, render: () => string): string => {
   }
 };
 
-/** Reading text from html: html that nests too deeply is a problem of the html (whichever part asked). */
+/** Reading text from html: html that nests too deeply or holds too many elements is a problem of the html (whichever part asked). */
 const htmlProblem = <T>(read: () => T): T => {
   try {
     return read();
   } catch (err) {
-    throw err instanceof NestedTooDeep ? new TemplateError("html", err.message) : err;
+    throw err instanceof UnreadableHtml ? new TemplateError("html", err.message) : err;
   }
 };
 
