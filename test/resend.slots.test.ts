@@ -31,13 +31,6 @@ const run = async (delayMs: number, stillAskable: boolean[] = [true, true]) => {
 };
 
 const runSlot = async (delayMs: number, stillAskable: boolean[]) => {
-  const slot = await lookAndLeave(delayMs, stillAskable);
-  // (A request that leaves holds room for its answer until it is answered: here, at once.)
-  if (slot.late?.kind === "leave") slot.late.release();
-  return slot;
-};
-
-const lookAndLeave = async (delayMs: number, stillAskable: boolean[]) => {
   const journal: string[] = [];
   let looks = 0;
   const began = Date.now();
@@ -57,7 +50,7 @@ describe("awaitSlot", () => {
   it("leaves on the look it made just before confirming when the start is the slot", async () => {
     const { late, journal, leftAfterMs } = await run(0);
     // It leaves, on the start the pacer recorded (which it tells the pacer about once answered).
-    expect(late).toEqual({ kind: "leave", start: expect.any(Number), release: expect.any(Function) });
+    expect(late).toEqual({ kind: "leave", start: expect.any(Number) });
     expect(leftAfterMs).toBe(LEAD_MS);
     expect(journal).toEqual(["look"]);
   });
@@ -65,7 +58,7 @@ describe("awaitSlot", () => {
   it("looks again just before a start the pacer put well after the look, withdrawing the stale look's number first", async () => {
     const delay = 700;
     const { late, journal, lookedAt, leftAfterMs } = await run(delay);
-    expect(late).toEqual({ kind: "leave", start: expect.any(Number), release: expect.any(Function) });
+    expect(late).toEqual({ kind: "leave", start: expect.any(Number) });
     expect(journal).toEqual(["look", "withdrawn", "look"]);
     // The second look is within the freshness bound of the departure.
     expect(leftAfterMs - (lookedAt[1] as number)).toBeLessThanOrEqual(FRESH_LOOK_MS);

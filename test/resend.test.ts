@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { resendIntegration } from "../src/sending/integrations/resend";
-import { HEDGE_AFTER_MS, hedgeAfterMs, MAX_AWAITED_ANSWERS, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend-requests";
+import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend-requests";
 import { answerSlot, ARRIVAL_MS, COLD_MS, confirmSlot, intervalMs, LATE_MS, LEAD_MS, type Pacer, type PacerState, pauseUntil, reserveSlot, restartSlot, type Start, slotStands, startWindow, URGENT_MAX_SHIFT_MS } from "../src/sending/pacer";
 
 /** A second: at 2 requests a second, no second may hold three arrivals. */
@@ -325,47 +325,6 @@ describe("the integration tells the pacer when each answer came", () => {
     // Every request that left was answered, and each answer was told for that request's own start.
     expect(told.map((t) => t.start)).toEqual(confirmed);
     expect(told).toHaveLength(resend.calls.length);
-  });
-});
-
-describe("answers waited on at once", () => {
-  it("are at most MAX_AWAITED_ANSWERS: a further request waits for room before its start is confirmed", async () => {
-    const confirmedAt: number[] = [];
-    const pacer = {
-      reserve: async () => ({ at: Date.now() + LEAD_MS, waitMs: LEAD_MS, granted: true }),
-      pause: async () => {},
-      confirm: async (at: number) => {
-        confirmedAt.push(Date.now());
-        return Math.max(at, Date.now());
-      },
-      restart: async () => Date.now(),
-    };
-    const resend = mockResend();
-    for (let i = 0; i < 8; i++) resend.inject({ kind: "slow", ms: 400 });
-    // The runtime's own cap (six per invocation) would hold a further fetch unseen: count what reaches it.
-    const stand = resend.spy.getMockImplementation()!;
-    let waiting = 0;
-    let most = 0;
-    const answeredAt: number[] = [];
-    resend.spy.mockImplementation(async (...args) => {
-      most = Math.max(most, ++waiting);
-      try {
-        return await stand(...args);
-      } finally {
-        waiting--;
-        answeredAt.push(Date.now());
-      }
-    });
-    const integration = throughPacer(pacer);
-    const answers = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => integration.sendBatch([{ ...ONE_EMAIL, deliveryId: `dlv_room_${i}` }], `key-room-${i}`)),
-    );
-    expect(answers.map((a) => a.kind)).toEqual(Array(8).fill("answered"));
-    expect(resend.received).toHaveLength(8);
-    expect(most).toBe(MAX_AWAITED_ANSWERS);
-    // The three that found no room were confirmed only once an answer was in: the pacer saw their wait.
-    const firstAnswer = Math.min(...answeredAt);
-    expect(confirmedAt.filter((at) => at >= firstAnswer)).toHaveLength(8 - MAX_AWAITED_ANSWERS);
   });
 });
 

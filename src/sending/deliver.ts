@@ -1,6 +1,6 @@
 import { TemplateError } from "../content";
 import { backoffSeconds } from "../lib/backoff";
-import { Budget, Turns } from "../lib/budget";
+import { ByteBudget, Turns } from "../lib/byte-budget";
 import { sha256Hex } from "../lib/crypto";
 import { type BatchMember, type Settlement, settleBatch, settleExpiredKey, settleWithoutProvider } from "./batch-settlement";
 import { type Composer, composeEmail } from "./compose";
@@ -45,11 +45,11 @@ export const jsonBytes = (text: string): number => {
  * Rendered mail the isolate's delivery steps hold at once, counted as MAX_BATCH_BYTES counts it: the
  * queue runs up to 25 steps side by side, each holding its batch (and the request's body made from
  * it) until its request is answered, which for large newsletters would pass an isolate's 128 MB.
- * Steps render one at a time, taking from this budget as they go (src/lib/budget.ts); three
+ * Steps render one at a time, taking from this budget as they go (src/lib/byte-budget.ts); three
  * full batches fit, and a batch of small messages never waits.
  */
 export const HELD_MAIL_BYTES = 3 * MAX_BATCH_BYTES;
-export const heldMail = new Budget(HELD_MAIL_BYTES);
+export const heldMail = new ByteBudget(HELD_MAIL_BYTES);
 const renderTurns = new Turns();
 
 /** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */

@@ -1,4 +1,3 @@
-import { Budget } from "../../lib/budget";
 import { LATE_MS, LEAD_MS, type Pacer } from "../pacer";
 import type { DeliveryError, EmailOutcome, OutboundEmail } from "./types";
 
@@ -25,16 +24,6 @@ export const MAX_SLOT_WAIT_MS = 30_000;
  * carries, however the pacer moved it.
  */
 export const FRESH_LOOK_MS = 150;
-/**
- * Resend requests of the isolate waiting for their answers at once, at most. The runtime lets one
- * invocation wait on six responses and holds a seventh `fetch`, unseen, until one comes back: that
- * request would reach Resend later than the start the pacer recorded for it, and crowd the requests
- * after it. Kept to five (one left for the invocation's queue sends), a request waits for room before
- * its start is confirmed, where the pacer counts the wait like any caller's lateness.
- */
-export const MAX_AWAITED_ANSWERS = 5;
-const awaitedAnswers = new Budget(MAX_AWAITED_ANSWERS);
-
 /** Times a request late for its start asks the pacer for another before it leaves on the last one. */
 const RESTARTS = 2;
 /** How many recent answer times the wait before asking again is drawn from. */
@@ -75,11 +64,8 @@ export type ResendConfig = {
  * (rate limited: Resend processed none of them), so none of them can have been taken.
  */
 type Retryable = { kind: "retry"; error: DeliveryError; status?: number; retryAfterMs?: number; untaken?: boolean };
-/**
- * The request may leave: the pacer recorded it as leaving at `start`. It holds one of the isolate's
- * MAX_AWAITED_ANSWERS until `release` (called once its answer's headers are in, or when it does not leave).
- */
-export type Leave = { kind: "leave"; start: number; release: () => void };
+/** The request may leave: the pacer recorded it as leaving at `start`. */
+export type Leave = { kind: "leave"; start: number };
 /** No slot soon enough: nothing was sent. */
 type Deferred = { kind: "deferred"; error: DeliveryError; retryAfterMs: number };
 /**
@@ -150,49 +136,37 @@ export const awaitSlot = async (
     const untilConfirm = slot.at - LEAD_MS - Date.now();
     if (untilConfirm > 0) await sleep(untilConfirm);
     if (stop.aborted) return abandoned;
-    // Room for one more answer waited on, before the look: a wait for it makes this caller late, as
-    // the confirmation then tells the pacer.
-    const taken = await awaitedAnswers.take(1);
-    const release = () => awaitedAnswers.give(taken);
-    let leaving = false;
-    try {
-      if (stop.aborted) return abandoned;
-      // Nobody left to ask: the slot is not confirmed (it lapses).
-      if (beforeConfirm && !(await beforeConfirm())) return;
-      let looked = Date.now();
-      if (stop.aborted) return abandoned;
-      let start = await config.pacer.confirm(slot.at, config.rps, config.urgent);
-      for (let restarts = 0; start !== null; restarts++) {
-        if (beforeConfirm && start - looked > FRESH_LOOK_MS) {
-          // The pacer put the start well after the look (this caller came late, or was moved): look
-          // again just before it, so nobody who left in between is in the request. The number the
-          // stale look gave is withdrawn first; the new look numbers the request that leaves.
-          const untilLook = start - LEAD_MS - Date.now();
-          if (untilLook > 0) await sleep(untilLook);
-          if (stop.aborted) return abandoned;
-          await withdrawn?.();
-          if (!(await beforeConfirm())) return;
-          looked = Date.now();
-        }
-        const wait = start - Date.now();
-        if (wait > 0) await sleep(wait);
+    // Nobody left to ask: the slot is not confirmed (it lapses).
+    if (beforeConfirm && !(await beforeConfirm())) return;
+    let looked = Date.now();
+    if (stop.aborted) return abandoned;
+    let start = await config.pacer.confirm(slot.at, config.rps, config.urgent);
+    for (let restarts = 0; start !== null; restarts++) {
+      if (beforeConfirm && start - looked > FRESH_LOOK_MS) {
+        // The pacer put the start well after the look (this caller came late, or was moved): look
+        // again just before it, so nobody who left in between is in the request. The number the
+        // stale look gave is withdrawn first; the new look numbers the request that leaves.
+        const untilLook = start - LEAD_MS - Date.now();
+        if (untilLook > 0) await sleep(untilLook);
         if (stop.aborted) return abandoned;
-        const late = Date.now() - start;
-        // Past the start the pacer recorded (woken late while the isolate was busy, or its answer came
-        // back slowly): leaving now could put one start too many into a second. The pacer moves it, as
-        // far ahead as this caller was late; after a few moves (a pacer whose answers keep coming back
-        // later than that) the request leaves on the start last recorded for it.
-        if (late <= LATE_MS || restarts === RESTARTS) {
-          leaving = true;
-          return { kind: "leave", start, release };
-        }
-        start = await config.pacer.restart(start, config.rps, late);
+        await withdrawn?.();
+        if (!(await beforeConfirm())) return;
+        looked = Date.now();
       }
-      // No start: the pacer took the slot back (a 429 paused the account past it). Nothing left.
-      if (beforeConfirm && withdrawn) await withdrawn();
-    } finally {
-      if (!leaving) release();
+      const wait = start - Date.now();
+      if (wait > 0) await sleep(wait);
+      if (stop.aborted) return abandoned;
+      const late = Date.now() - start;
+      if (late <= LATE_MS) return { kind: "leave", start };
+      // Past the start the pacer recorded (woken late while the isolate was busy, or its answer came
+      // back slowly): leaving now could put one start too many into a second. The pacer moves it, as
+      // far ahead as this caller was late; after a few moves (a pacer whose answers keep coming back
+      // later than that) the request leaves on the start last recorded for it.
+      if (restarts === RESTARTS) return { kind: "leave", start };
+      start = await config.pacer.restart(start, config.rps, late);
     }
+    // No start: the pacer took the slot back (a 429 paused the account past it). Nothing left.
+    if (beforeConfirm && withdrawn) await withdrawn();
   }
 };
 
@@ -202,11 +176,8 @@ export const awaitSlot = async (
  * told (not waited for: the worst a lost word costs is the later requests keeping clear of
  * ARRIVAL_MS instead).
  */
-const request = async (config: ResendConfig, emails: OutboundEmail[], body: string, key: string, stop: AbortSignal, { start, release }: Leave): Promise<Reply> => {
-  if (stop.aborted) {
-    release();
-    return abandoned;
-  }
+const request = async (config: ResendConfig, emails: OutboundEmail[], body: string, key: string, stop: AbortSignal, start: number): Promise<Reply> => {
+  if (stop.aborted) return abandoned;
   let res: Response;
   const sent = Date.now();
   try {
@@ -232,9 +203,6 @@ const request = async (config: ResendConfig, emails: OutboundEmail[], body: stri
         ? { code: "resend_timeout", message: `Resend did not answer within ${REQUEST_TIMEOUT_MS / 1000} s` }
         : { code: "resend_unreachable", message: `Resend could not be reached: ${err instanceof Error ? err.message : String(err)}` },
     };
-  } finally {
-    // Its headers are in (or it failed): no longer an answer waited on.
-    release();
   }
   config.pacer.answered?.(start, Date.now() - start).catch(() => undefined);
   // Only accepted batches say how long a batch takes; refusals (429, 409, 5xx) come back at once.
@@ -333,17 +301,14 @@ export const askIn = (
         .then((got) => {
           if (got.kind !== "leave") return got;
           // A refusal is awaiting the others' answers: no new request.
-          if (refusal) {
-            got.release();
-            return notAsked;
-          }
+          if (refusal) return notAsked;
           if (hedging && asked < ASKS_PER_TRY && !stop.signal.aborted) timer = setTimeout(() => askOnce(hedgeSlot()), hedgeAfter);
           if (!stop.signal.aborted) {
             leaves = true;
             left++;
             inFlight++;
           }
-          return request(config, emails, body, key, stop.signal, got);
+          return request(config, emails, body, key, stop.signal, got.start);
         })
         .then((reply) => {
           pending--;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { Budget, Turns } from "../src/lib/budget";
+import { ByteBudget, Turns } from "../src/lib/byte-budget";
 
-describe("Budget", () => {
+describe("ByteBudget", () => {
   it("holds at most its limit, hands bytes back to waiters first come first served, and counts an oversized take as the limit", async () => {
-    const budget = new Budget(10);
+    const budget = new ByteBudget(10);
     const order: string[] = [];
     expect(await budget.take(6)).toBe(6);
     const a = budget.take(5).then((n) => (order.push("a"), n));

@@ -1,5 +1,5 @@
-// What an isolate lets its concurrent work hold at once (bytes of rendered mail, responses waited
-// on), and a turn for the work that takes them. A queue consumer runs up to 25 delivery steps side by side, each holding its rendered batch while
+// Bytes an isolate lets its concurrent work hold at once, and a turn for the work that takes them.
+// A queue consumer runs up to 25 delivery steps side by side, each holding its rendered batch while
 // it waits for its provider slot: without a bound, 25 batches of large newsletters would pass an
 // isolate's 128 MB. Taking in turns (one taker at a time, the others only giving back) never
 // deadlocks: whoever holds bytes and is not taking is on its way to giving them back.
@@ -17,8 +17,8 @@ export class Turns {
   }
 }
 
-/** Units (bytes, responses) held at once, at most `limit` (a single take larger than the limit counts as the limit). */
-export class Budget {
+/** Bytes held at once, at most `limit` (a single take larger than the limit counts as the limit). */
+export class ByteBudget {
   private held = 0;
   private highest = 0;
   private readonly waiting: { bytes: number; resolve: () => void }[] = [];
