@@ -52,3 +52,10 @@ export class ByteBudget {
     this.highest = Math.max(this.highest, this.held);
   }
 }
+
+/**
+ * What the concurrent work of one invocation shares: bytes held at once, and turns to take them. One
+ * per invocation, never per isolate: the runtime cancels a request (or a queue batch) waiting on a
+ * promise only another one's work can settle, as hung, and what it was given is then never given back.
+ */
+export type InvocationBudget = { bytes: ByteBudget; turns: Turns };

@@ -1,6 +1,7 @@
 import { withOutbox } from "../events/outbox";
 import { issuesOf, logError } from "../lib/log";
 import { backoffSeconds } from "../lib/backoff";
+import { deliveryBudget } from "./deliver";
 import { runStep, type StepDeps } from "./pipeline";
 import { SEND_DEAD_LETTER_QUEUE, SendMessage } from "./messages";
 import { failOperation } from "./send.repository";
@@ -14,8 +15,9 @@ const messageFields = (message: Message) => ({ message_id: message.id, attempts:
 export const handleQueueBatch = async (batch: MessageBatch<unknown>, env: Env): Promise<void> => {
   if (batch.queue === SEND_DEAD_LETTER_QUEUE) return handleDeadLetters(batch, env);
   // Events the pipeline's batches write are dispatched once each batch commits.
-  const deps: StepDeps = { d1: withOutbox(env.DB, env.WEBHOOK_QUEUE), env, now: Date.now };
-  // Messages of a batch run side by side: each delivery step waits for its own provider slot.
+  // Messages of a batch run side by side: each delivery step waits for its own provider slot, and
+  // all of them share one budget of rendered mail (never another batch's: deliver.ts).
+  const deps: StepDeps = { d1: withOutbox(env.DB, env.WEBHOOK_QUEUE), env, now: Date.now, budget: deliveryBudget() };
   await Promise.all(batch.messages.map((message) => handleMessage(deps, message)));
 };
 

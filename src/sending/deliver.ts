@@ -1,6 +1,6 @@
 import { TemplateError } from "../content";
 import { backoffSeconds } from "../lib/backoff";
-import { ByteBudget, Turns } from "../lib/byte-budget";
+import { ByteBudget, type InvocationBudget, Turns } from "../lib/byte-budget";
 import { sha256Hex } from "../lib/crypto";
 import { type BatchMember, type Settlement, settleBatch, settleExpiredKey, settleWithoutProvider } from "./batch-settlement";
 import { type Composer, composeEmail } from "./compose";
@@ -42,15 +42,19 @@ export const jsonBytes = (text: string): number => {
 };
 
 /**
- * Rendered mail the isolate's delivery steps hold at once, counted as MAX_BATCH_BYTES counts it: the
- * queue runs up to 25 steps side by side, each holding its batch (and the request's body made from
- * it) until its request is answered, which for large newsletters would pass an isolate's 128 MB.
- * Steps render one at a time, taking from this budget as they go (src/lib/byte-budget.ts); three
- * full batches fit, and a batch of small messages never waits.
+ * Rendered mail the delivery steps of one queue batch hold at once, counted as MAX_BATCH_BYTES
+ * counts it: the queue runs up to 25 steps side by side, each holding its batch (and the request's
+ * body made from it) until its request is answered, which for large newsletters would pass an
+ * isolate's 128 MB. Steps render one at a time, taking from this budget as they go
+ * (src/lib/byte-budget.ts); three full batches fit, and a batch of small messages never waits.
  */
 export const HELD_MAIL_BYTES = 3 * MAX_BATCH_BYTES;
-export const heldMail = new ByteBudget(HELD_MAIL_BYTES);
-const renderTurns = new Turns();
+
+/** The budget one queue batch's delivery steps share (per invocation: InvocationBudget says why). */
+export const deliveryBudget = (): InvocationBudget => ({ bytes: new ByteBudget(HELD_MAIL_BYTES), turns: new Turns() });
+
+/** The most rendered mail one invocation's steps held at once in this isolate (its budget's peak). */
+export const heldMailPeak = { bytes: 0 };
 
 /** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */
 export const MAX_DELIVERY_ATTEMPTS = 5;
@@ -148,7 +152,7 @@ const batchKey = async (operationId: string, deliveryIds: string[]): Promise<str
  * latest request (fewer, never more).
  */
 const handOver = async (
-  { d1, now }: Pick<StepDeps, "d1" | "now">,
+  { d1, now, budget = deliveryBudget() }: Pick<StepDeps, "d1" | "now" | "budget">,
   integration: Integration,
   composer: Composer,
   operationId: string,
@@ -163,7 +167,8 @@ const handOver = async (
   let full = false;
   // Taken from the isolate's budget (given back once the request is answered, or on an error).
   let heldBytes = 0;
-  const endTurn = await renderTurns.acquire();
+  const { bytes: heldMail, turns } = budget;
+  const endTurn = await turns.acquire();
   try {
     for (const [i, row] of rows.entries()) {
       // Unsubscribed (or bounced) since the fan-out created this delivery: never mail them; nor
@@ -241,6 +246,7 @@ const handOver = async (
           });
   } finally {
     heldMail.give(heldBytes);
+    heldMailPeak.bytes = Math.max(heldMailPeak.bytes, heldMail.peak);
   }
   if (answer.kind === "deferred") return { deferred: answer };
 

@@ -1,3 +1,4 @@
+import type { InvocationBudget } from "../lib/byte-budget";
 import { signerFor } from "../lib/signing";
 import { type Composer, composerFor } from "./compose";
 import { isIntegrationSlug, resolveIntegration } from "./integrations";
@@ -7,7 +8,13 @@ import { loadMessageContext } from "./send.repository";
 
 // What every step of a send (src/sending/pipeline.ts) works with.
 
-export type StepDeps = { d1: D1Database; env: Env; now: () => number };
+export type StepDeps = {
+  d1: D1Database;
+  env: Env;
+  now: () => number;
+  /** Rendered mail the invocation's delivery steps hold at once (deliver.ts); a step without one has its own. */
+  budget?: InvocationBudget;
+};
 /** What the consumer does with the message once the step returns: ack, or retry after a delay. */
 export type StepResult = { retryAfterSeconds: number } | undefined;
 /** The queue's delivery count of the message being handled (1: its first). */
