@@ -129,8 +129,9 @@ export const createApp = () => {
   });
   app.route("/", docsRouter);
 
-  const allowed = allowedMethods(app.routes);
-  fixedPaths = shadowedFixedPaths(app.routes);
+  const table = routeTable(app.routes);
+  const allowed = allowedMethods(table);
+  fixedPaths = shadowedFixedPaths(table);
   // Rendered here rather than thrown: Hono's not-found hook runs outside the middleware chain's error handling.
   app.notFound((c) => {
     const methods = allowed(c.req.path);
@@ -179,13 +180,10 @@ const routeTable = (routes: { method: string; path: string }[]): RouteTable => {
 };
 
 /** For 405: which methods the route table has for a path that matched no route with this method. */
-const allowedMethods = (routes: { method: string; path: string }[]) => {
-  const table = routeTable(routes);
-  return (path: string): string | undefined => {
-    const methods = new Set<string>();
-    for (const entry of table.values()) if (entry.pattern.test(path)) for (const m of entry.methods) methods.add(m);
-    return methods.size > 0 ? [...methods].join(", ") : undefined;
-  };
+const allowedMethods = (table: RouteTable) => (path: string): string | undefined => {
+  const methods = new Set<string>();
+  for (const entry of table.values()) if (entry.pattern.test(path)) for (const m of entry.methods) methods.add(m);
+  return methods.size > 0 ? [...methods].join(", ") : undefined;
 };
 
 /**
@@ -193,8 +191,7 @@ const allowedMethods = (routes: { method: string; path: string }[]) => {
  * is, as OpenAPI matches paths, the fixed one's alone: a method it lacks is a 405 listing its own methods,
  * not the templated route called with "batch" for an id. Answers the Allow list for such a request.
  */
-const shadowedFixedPaths = (routes: { method: string; path: string }[]) => {
-  const table = routeTable(routes);
+const shadowedFixedPaths = (table: RouteTable) => {
   const templates = [...table.entries()];
   const shadowed = templates.filter(
     ([path, entry]) => templates.some(([other, { pattern }]) => other !== path && pattern.test(path) && !entry.pattern.test(other)),

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { HELD_MAIL_BYTES, heldMailPeak, jsonBytes, MAX_BATCH_BYTES, MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
+import { ByteBudget } from "../src/lib/byte-budget";
+import { HELD_MAIL_BYTES, jsonBytes, MAX_BATCH_BYTES, MAX_DELIVERY_ATTEMPTS } from "../src/sending/deliver";
 import { TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
 import { seedSubscribers, until } from "./helpers";
@@ -138,13 +139,34 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     await h.step(); // start
     await h.step(); // fan-out: one message per chunk of 100
     expect(h.queue.messages).toHaveLength(4);
+    const takes = vi.spyOn(ByteBudget.prototype, "take");
     await h.drain();
 
     // Three steps held a full batch side by side; the fourth waited for one of them to be answered.
-    expect(heldMailPeak.bytes).toBeGreaterThan(2 * MAX_BATCH_BYTES);
-    expect(heldMailPeak.bytes).toBeLessThanOrEqual(HELD_MAIL_BYTES);
+    // (Each queue batch has its budget: the most any of them held.)
+    const peaks = [...new Set(takes.mock.contexts as ByteBudget[])].map((budget) => budget.peak);
+    expect(Math.max(...peaks)).toBeGreaterThan(2 * MAX_BATCH_BYTES);
+    expect(Math.max(...peaks)).toBeLessThanOrEqual(HELD_MAIL_BYTES);
     expectEachMailedOnce(resend, 400);
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 400, delivered: 400, failed: 0 } });
+  });
+
+  it("gives each queue batch a budget of its own: two batches the isolate runs at once never wait on each other's", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 200);
+    const resend = mockResend();
+    resend.inject({ kind: "slow", ms: 200 }, { kind: "slow", ms: 200 });
+    const campaign = await createCampaign(h.t, { subject: "Hi", html: "<p>Hi {{ subscriber.email }}</p>" });
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out: two chunks
+    expect(h.queue.messages).toHaveLength(2);
+    const takes = vi.spyOn(ByteBudget.prototype, "take");
+    // One chunk a batch, side by side (as the queue may hand one isolate two batches at once).
+    await Promise.all([h.step("newsletter-deliveries", 1), h.step("newsletter-deliveries", 1)]);
+    expect(new Set(takes.mock.contexts).size).toBe(2);
+    expectEachMailedOnce(resend, 200);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 200, delivered: 200, failed: 0 } });
   });
 
   it("counts a text's bytes in a JSON request as an encoder does", () => {

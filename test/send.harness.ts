@@ -17,9 +17,9 @@ export const harness = async (mode: "test" | "live" = "live", overrides: Partial
   const t: Tenant = await tenant("Acme", mode, testEnv);
 
   let nextId = 0;
-  /** Hands up to 10 captured messages to the consumer; retried ones go back with attempts + 1. */
-  const step = async (queueName = "newsletter-send") => {
-    const taken = queue.messages.splice(0, 10);
+  /** Hands up to `most` (10) captured messages to the consumer as one batch; retried ones go back with attempts + 1. */
+  const step = async (queueName = "newsletter-send", most = 10) => {
+    const taken = queue.messages.splice(0, most);
     const batch = createMessageBatch(
       queueName,
       taken.map((m) => ({ id: `msg-${nextId++}`, timestamp: Date.now(), attempts: m.attempts, body: m.body })),

@@ -150,7 +150,7 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
   // bounded, before the engine parses them. One it cannot read is the parser's to report.
   let pieces: Token[] = [];
   try {
-    pieces = new Tokenizer(source, engine.options.operators).readTopLevelTokens(engine.options);
+    pieces = new Tokenizer(source, engine.options.operators, undefined, undefined, engine.options.groupedExpressions).readTopLevelTokens(engine.options);
   } catch (err) {
     if (!(err instanceof LiquidError)) throw err;
   }

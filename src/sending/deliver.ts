@@ -53,9 +53,6 @@ export const HELD_MAIL_BYTES = 3 * MAX_BATCH_BYTES;
 /** The budget one queue batch's delivery steps share (per invocation: InvocationBudget says why). */
 export const deliveryBudget = (): InvocationBudget => ({ bytes: new ByteBudget(HELD_MAIL_BYTES), turns: new Turns() });
 
-/** The most rendered mail one invocation's steps held at once in this isolate (its budget's peak). */
-export const heldMailPeak = { bytes: 0 };
-
 /** Provider attempts per delivery before a retryable error (429, 5xx, network) fails it for good. */
 export const MAX_DELIVERY_ATTEMPTS = 5;
 
@@ -165,7 +162,7 @@ const handOver = async (
   // Before the batch's first request, the batch is what fits in MAX_BATCH_BYTES; after it, its
   // members are fixed (they fitted then).
   let full = false;
-  // Taken from the isolate's budget (given back once the request is answered, or on an error).
+  // Taken from the queue batch's budget (given back once the request is answered, or on an error).
   let heldBytes = 0;
   const { bytes: heldMail, turns } = budget;
   const endTurn = await turns.acquire();
@@ -246,7 +243,6 @@ const handOver = async (
           });
   } finally {
     heldMail.give(heldBytes);
-    heldMailPeak.bytes = Math.max(heldMailPeak.bytes, heldMail.peak);
   }
   if (answer.kind === "deferred") return { deferred: answer };
 
