@@ -11,7 +11,7 @@ const bin = join(root, "node_modules", ".bin", "wrangler");
 const xdg = join(root, ".cache", "xdg");
 for (const dir of ["config", "data", "cache"]) mkdirSync(join(xdg, dir), { recursive: true });
 
-export const wranglerEnv = {
+const wranglerEnv = {
   ...process.env,
   WRANGLER_SEND_METRICS: "false",
   CLOUDFLARE_CF_FETCH_ENABLED: "false",

@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { errorResponse, operatorErrorResponses, operatorWriteErrorResponses, replayedHeader, requestIdHeader } from "../errors/openapi";
 import { IdempotencyHeaders, operatorIdempotency } from "../middleware/idempotency";
 import { operationIdOf, routeName } from "../lib/route";
-import { dataEnvelope, pageEnvelope } from "../lib/schemas";
+import { dataResponse, pageEnvelope } from "../lib/schemas";
 import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
 import { WorkspaceParams } from "../lib/schemas";
 import {
@@ -30,11 +30,7 @@ export const createWorkspaceRoute = createRoute({
   request: { headers: IdempotencyHeaders, body: { required: true, content: { "application/json": { schema: CreateWorkspaceBody } } } },
   responses: {
     ...operatorWriteErrorResponses,
-    201: {
-      description: "The workspace",
-      headers: { ...requestIdHeader, ...replayedHeader },
-      content: { "application/json": { schema: dataEnvelope(WorkspaceSchema) } },
-    },
+    201: { ...dataResponse("The workspace", WorkspaceSchema), headers: { ...requestIdHeader, ...replayedHeader } },
   },
 });
 
@@ -51,11 +47,7 @@ export const createCredentialRoute = createRoute({
   responses: {
     ...operatorWriteErrorResponses,
     400: errorResponse(["validation_failed", "invalid_json", "resource_missing"]),
-    201: {
-      description: "The credential and its token",
-      headers: { ...requestIdHeader, ...replayedHeader },
-      content: { "application/json": { schema: dataEnvelope(CredentialWithTokenSchema) } },
-    },
+    201: { ...dataResponse("The credential and its token", CredentialWithTokenSchema), headers: { ...requestIdHeader, ...replayedHeader } },
   },
 });
 
@@ -71,11 +63,7 @@ export const revokeCredentialRoute = createRoute({
   request: { params: CredentialParams },
   responses: {
     ...operatorErrorResponses,
-    200: {
-      description: "The revoked credential",
-      headers: requestIdHeader,
-      content: { "application/json": { schema: dataEnvelope(CredentialSchema) } },
-    },
+    200: { ...dataResponse("The revoked credential", CredentialSchema), headers: requestIdHeader },
   },
 });
 
@@ -112,11 +100,7 @@ export const getCredentialRoute = createRoute({
   request: { params: CredentialParams },
   responses: {
     ...operatorErrorResponses,
-    200: {
-      description: "The credential",
-      headers: requestIdHeader,
-      content: { "application/json": { schema: dataEnvelope(CredentialSchema) } },
-    },
+    200: { ...dataResponse("The credential", CredentialSchema), headers: requestIdHeader },
   },
 });
 
@@ -153,10 +137,6 @@ export const getWorkspaceRoute = createRoute({
   request: { params: WorkspaceParams },
   responses: {
     ...operatorErrorResponses,
-    200: {
-      description: "The workspace",
-      headers: requestIdHeader,
-      content: { "application/json": { schema: dataEnvelope(WorkspaceSchema) } },
-    },
+    200: { ...dataResponse("The workspace", WorkspaceSchema), headers: requestIdHeader },
   },
 });

@@ -1,7 +1,7 @@
 import { OperationSchema } from "../operations/operations.schemas";
 import { providerUnavailable } from "../errors/openapi";
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, noBody, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { dataResponse, noBody, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import {
   CampaignParams,
   CampaignSchema,
@@ -22,10 +22,7 @@ import {
  */
 const CONTENT_BODY_BYTES = 5 * 1024 * 1024;
 
-const one = (description: string) => ({
-  description,
-  content: { "application/json": { schema: dataEnvelope(CampaignSchema) } },
-});
+const one = (description: string) => dataResponse(description, CampaignSchema);
 
 export const createCampaign = apiRoute({
   errorCodes: { 400: ["resource_missing"] },
@@ -86,10 +83,7 @@ export const sendCampaign = apiRoute({
     body: { required: false, content: { "application/json": { schema: SendCampaignBody } } },
   },
   responses: {
-    202: {
-      description: "The send operation, queued",
-      content: { "application/json": { schema: dataEnvelope(OperationSchema) } },
-    },
+    202: dataResponse("The send operation, queued", OperationSchema),
   },
 });
 
@@ -125,7 +119,7 @@ export const previewCampaign = apiRoute({
     body: { required: false, content: { "application/json": { schema: PreviewCampaignBody } } },
   },
   responses: {
-    200: { description: "The rendered message", content: { "application/json": { schema: dataEnvelope(EmailPreviewSchema) } } },
+    200: dataResponse("The rendered message", EmailPreviewSchema),
   },
 });
 
@@ -144,7 +138,7 @@ export const testCampaign = apiRoute({
     body: { required: true, content: { "application/json": { schema: TestSendBody } } },
   },
   responses: {
-    200: { description: "One result per address", content: { "application/json": { schema: dataEnvelope(TestSendSchema) } } },
+    200: dataResponse("One result per address", TestSendSchema),
     503: providerUnavailable,
   },
 });
@@ -161,7 +155,7 @@ export const unscheduleCampaign = apiRoute({
   idempotent: true,
   request: { params: CampaignParams, body: noBody },
   responses: {
-    200: { description: "The campaign, a draft again", content: { "application/json": { schema: dataEnvelope(CampaignSchema) } } },
+    200: dataResponse("The campaign, a draft again", CampaignSchema),
   },
 });
 
@@ -177,7 +171,7 @@ export const archiveCampaign = apiRoute({
   idempotent: true,
   request: { params: CampaignParams, body: noBody },
   responses: {
-    200: { description: "The campaign, archived", content: { "application/json": { schema: dataEnvelope(CampaignSchema) } } },
+    200: dataResponse("The campaign, archived", CampaignSchema),
   },
 });
 
@@ -193,6 +187,6 @@ export const cancelCampaignSend = apiRoute({
   idempotent: true,
   request: { params: CampaignParams, body: noBody },
   responses: {
-    200: { description: "The campaign, failed", content: { "application/json": { schema: dataEnvelope(CampaignSchema) } } },
+    200: dataResponse("The campaign, failed", CampaignSchema),
   },
 });

@@ -84,7 +84,7 @@ const nestedTooDeep = () =>
  * them (some 6 µs each: 150,000 paragraphs, 1.2 MB printed by a loop, took 0.7 s a message), far
  * more than with the text's length; a long newsletter holds a few thousand.
  */
-export const MAX_ELEMENTS = 10_000;
+const MAX_ELEMENTS = 10_000;
 
 const tooManyElements = () =>
   new UnreadableHtml(
@@ -96,7 +96,7 @@ const tooManyElements = () =>
  * faster than the depth (1,500 nested blockquotes, 156 bytes of template with a loop, took 5 s a
  * message); mail nests tables in tables some tens deep.
  */
-export const MAX_NESTING = 256;
+const MAX_NESTING = 256;
 
 /**
  * Throws UnreadableHtml when elements of `html` nest deeper than MAX_NESTING or number more than

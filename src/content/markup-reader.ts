@@ -19,7 +19,7 @@ export type Range = { begin: number; end: number };
 export type TagEnd = { end: number; liquid: boolean; bogus: boolean; name: string };
 
 /** HTML's own whitespace: U+00A0 and the other Unicode spaces are text to a browser. */
-export const isHtmlSpace = (ch: string) => ch === " " || ch === "\t" || ch === "\n" || ch === "\f" || ch === "\r";
+const isHtmlSpace = (ch: string) => ch === " " || ch === "\t" || ch === "\n" || ch === "\f" || ch === "\r";
 
 /** Where the silent Liquid that covers position `i` ends (undefined: `i` is not silent). */
 export type Skip = (i: number) => number | undefined;

@@ -1,6 +1,7 @@
 import { and, desc, eq, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { credentials, credentialWorkspaces } from "../db/schema";
+import { chunksOf } from "../lib/chunks";
 import type { CredentialMode, Scope } from "../lib/types";
 
 export type CredentialRow = typeof credentials.$inferSelect & { workspaceIds: string[] };
@@ -67,7 +68,7 @@ export const insertCredential = (db: Db, credential: NewCredential) => {
   const { workspaceIds, ...row } = credential;
   return [
     db.insert(credentials).values(row),
-    ...chunk(workspaceIds, 40).map((ids) =>
+    ...chunksOf(workspaceIds, 40).map((ids) =>
       db.insert(credentialWorkspaces).values(ids.map((workspaceId) => ({ credentialId: row.id, workspaceId }))),
     ),
   ] as const;
@@ -90,8 +91,3 @@ export const revokeCredential = async (db: Db, id: string, now: number): Promise
   return { ...row, workspaceIds: grants.map((g) => g.workspaceId) };
 };
 
-const chunk = <T>(items: T[], size: number): T[][] => {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-};

@@ -237,8 +237,9 @@ export const deliveries = sqliteTable(
     askedSeq: integer().notNull().default(0),
     /**
      * When the first request of its batch was numbered (epoch ms; null: none yet). The provider keeps
-     * a batch's idempotency key for 24 hours: a batch whose first request is older than that is never
-     * asked again under it (src/sending/deliver.ts, KEY_LIFETIME_MS).
+     * a batch's idempotency key for 24 hours: a batch whose first request is older than the
+     * integration's key lifetime (Resend: 23 hours, RESEND_KEY_LIFETIME_MS in
+     * src/sending/integrations/resend.ts) is never asked again under it (src/sending/deliver.ts).
      */
     firstAskedAt: integer(),
     /**

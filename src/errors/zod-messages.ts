@@ -62,7 +62,7 @@ const paramOf = (path: readonly PropertyKey[], prefix?: string): string | undefi
 };
 
 /** Problems one answer lists at most; one more entry counts the rest (a body of 580,000 unknown keys answered 37 MB). */
-export const MAX_DETAILS = 50;
+const MAX_DETAILS = 50;
 /** A parameter's name, as an answer quotes it, at most (in characters; a longer one ends in "…"). */
 const MAX_PARAM_SHOWN = 200;
 

@@ -1,5 +1,5 @@
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { dataResponse, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import { EventParams, EventSchema, ListEventsQuery } from "./events.schemas";
 
 export const listEvents = apiRoute({
@@ -24,5 +24,5 @@ export const getEvent = apiRoute({
   description: "An event of the last 30 days; an older one is a 404 `not_found`.",
   scope: "webhooks:read",
   request: { params: EventParams },
-  responses: { 200: { description: "The event", content: { "application/json": { schema: dataEnvelope(EventSchema) } } } },
+  responses: { 200: dataResponse("The event", EventSchema) },
 });

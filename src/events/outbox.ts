@@ -2,6 +2,7 @@ import { logError } from "../lib/log";
 import type { Context } from "hono";
 import type { AppEnv } from "../lib/types";
 import { createDb } from "../db/client";
+import { chunksOf, QUEUE_BATCH_MAX } from "../lib/chunks";
 import { newId } from "../lib/ids";
 import type { WebhookMessage } from "../webhooks/messages";
 import { type EventSpec, type EventStatementSpec, eventStatement, undispatchedIn } from "./event-statement";
@@ -40,9 +41,8 @@ export const outboxStatement = (d1: D1Database, event: EventSpec, now: number): 
 
 /** Hands events to the webhook queue; never throws (the sweeper dispatches what this could not). */
 export const enqueueDispatch = async (queue: Queue, eventIds: string[]): Promise<void> => {
-  // A queue takes at most 100 messages a sendBatch (a batch of subscribers writes up to 1,000 events).
-  for (let i = 0; i < eventIds.length; i += 100) {
-    const chunk = eventIds.slice(i, i + 100);
+  // A batch of subscribers writes up to 1,000 events: each part that cannot be sent is logged, the rest still go.
+  for (const chunk of chunksOf(eventIds, QUEUE_BATCH_MAX)) {
     try {
       await queue.sendBatch(chunk.map((id) => ({ body: { type: "dispatch", event_id: id } satisfies WebhookMessage })));
     } catch (err) {

@@ -19,6 +19,9 @@ export const idPrefixes = {
 
 export type IdKind = keyof typeof idPrefixes;
 
+/** What an id of `kind` looks like: its prefix and 1 to 64 letters and digits (every id the service made, and no more). */
+export const idPattern = (kind: IdKind): RegExp => new RegExp(`^${idPrefixes[kind]}[0-9A-Za-z]{1,64}$`);
+
 // ulidx's default generator asks the CSPRNG for one byte per character (16 calls per id, every
 // request makes at least one id); drawing the same bytes 256 at a time keeps them cryptographic.
 const pool = new Uint8Array(256);

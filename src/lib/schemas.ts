@@ -1,16 +1,16 @@
 import { z } from "@hono/zod-openapi";
 import { article } from "../errors/zod-messages";
 import { EMAIL_MAX_LENGTH, emailAddressProblem } from "./email";
-import { idPrefixes, type IdKind } from "./ids";
+import { idPattern, idPrefixes, type IdKind } from "./ids";
 import { emailPattern, optionalEmailPattern, optionalLinePattern, optionalTextPattern, rawTextPattern, requiredLinePattern, requiredTextPattern } from "./text-patterns";
+
+const idRule = (kind: IdKind) => `must be ${article(kind)} ${kind} id: ${idPrefixes[kind]} followed by 1 to 64 letters and digits`;
 
 /** A path id: validated against its prefix, so `sub_…` in a workspace slot is a 400, not a 404. */
 export const idParam = (kind: IdKind, name: string) =>
   z
     .string()
-    .regex(new RegExp(`^${idPrefixes[kind]}[0-9A-Za-z]{1,64}$`), {
-      error: `must be ${article(kind)} ${kind} id: ${idPrefixes[kind]} followed by 1 to 64 letters and digits`,
-    })
+    .regex(idPattern(kind), { error: idRule(kind) })
     .openapi({ param: { name, in: "path" }, example: `${idPrefixes[kind]}01JD6Q3Z6W9X8B4N2M5K7P1R3T` });
 
 export const WorkspaceParams = z.object({ workspace_id: idParam("workspace", "workspace_id") });
@@ -130,7 +130,8 @@ export const optionalEmailAddress = (what: string) =>
 // ---- Tags ------------------------------------------------------------------------------------
 
 export const TAG_MAX_LENGTH = 40;
-const TAGS_MAX = 50;
+/** The most tags a subscriber has (a request's list, and the list a tag edit leaves). */
+export const TAGS_MAX = 50;
 
 /**
  * A tag list: each tag trimmed, 1 to 40 characters; duplicates dropped, order kept. At most 50
@@ -158,9 +159,7 @@ const queryString = () => z.string({ error: givenOnce });
 /** An id as a query filter (`?workspace_id=ws_…`): the same rule as in a path, given once. */
 export const idQuery = (kind: IdKind, description: string) =>
   queryString()
-    .regex(new RegExp(`^${idPrefixes[kind]}[0-9A-Za-z]{1,64}$`), {
-      error: `must be ${article(kind)} ${kind} id: ${idPrefixes[kind]} followed by 1 to 64 letters and digits`,
-    })
+    .regex(idPattern(kind), { error: idRule(kind) })
     .optional()
     .openapi({ description, example: `${idPrefixes[kind]}01JD6Q3Z6W9X8B4N2M5K7P1R3T` });
 
@@ -215,6 +214,12 @@ export const noBody = {
 };
 
 export const dataEnvelope = <T extends z.ZodType>(schema: T) => z.object({ data: schema });
+
+/** A route's response of one object in the `{data}` envelope. */
+export const dataResponse = <T extends z.ZodType>(description: string, schema: T) => ({
+  description,
+  content: { "application/json": { schema: dataEnvelope(schema) } },
+});
 
 export const pageEnvelope = <T extends z.ZodType>(schema: T) =>
   z.object({ data: z.array(schema), pagination: PaginationSchema });

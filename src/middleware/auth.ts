@@ -3,6 +3,7 @@ import { cachedCredential, rememberCredential } from "../credentials/credential-
 import { findCredentialByHash } from "../credentials/credentials.repository";
 import { hashToken, tokenMode } from "../credentials/tokens";
 import { ApiError, notFound } from "../errors/api-error";
+import { idPattern } from "../lib/ids";
 import type { AppEnv, Scope } from "../lib/types";
 
 const challenge = { "WWW-Authenticate": 'Bearer realm="newsletter"' };
@@ -71,7 +72,7 @@ export const requireScope = (scope: Scope) =>
     await next();
   });
 
-const WORKSPACE_ID = /^ws_[0-9A-Za-z]{1,64}$/;
+const WORKSPACE_ID = idPattern("workspace");
 
 /**
  * A workspace the credential may not access answers exactly like one that does not exist.

@@ -44,7 +44,7 @@ const inFlight = new Set<string>();
  * key got a record meanwhile, which then answers instead. KV gets the final answer off the critical
  * path (`waitUntil`).
  */
-export const idempotencyIn = (scopeOf: (c: Context<AppEnv>) => Promise<KeyScope>) =>
+const idempotencyIn = (scopeOf: (c: Context<AppEnv>) => Promise<KeyScope>) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const key = c.req.header("idempotency-key");
     // A key out of bounds claims nothing: the route's header validator (IdempotencyHeaders) rejects

@@ -1,11 +1,8 @@
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { dataResponse, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import { CreateNewsletterBody, ListNewslettersQuery, NewsletterParams, NewsletterSchema, UpdateNewsletterBody } from "./newsletters.schemas";
 
-const one = (description: string) => ({
-  description,
-  content: { "application/json": { schema: dataEnvelope(NewsletterSchema) } },
-});
+const one = (description: string) => dataResponse(description, NewsletterSchema);
 
 export const createNewsletter = apiRoute({
   method: "post",

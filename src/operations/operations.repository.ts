@@ -11,6 +11,10 @@ export const findOperation = (db: Db, workspaceId: string, id: string) =>
     .where(and(eq(operations.workspaceId, workspaceId), eq(operations.id, id)))
     .get();
 
+/** The campaign's newest send operation (a campaign that is not a draft names it in its 409). */
+export const findLatestOperation = (db: Db, campaignId: string) =>
+  db.select({ id: operations.id }).from(operations).where(eq(operations.campaignId, campaignId)).orderBy(desc(operations.id)).limit(1).get();
+
 /**
  * A campaign's deliveries, newest first: keyset on the (campaign_id, id) index, or with a status on
  * (campaign_id, status, id); a subscriber's is one lookup on (campaign_id, subscriber_id).

@@ -1,5 +1,5 @@
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, pageEnvelope } from "../lib/schemas";
+import { dataResponse, pageEnvelope } from "../lib/schemas";
 import {
   CampaignDeliveriesParams,
   CampaignStatsSchema,
@@ -19,7 +19,7 @@ export const getOperation = apiRoute({
   scope: "campaigns:read",
   request: { params: OperationParams },
   responses: {
-    200: { description: "The operation", content: { "application/json": { schema: dataEnvelope(OperationSchema) } } },
+    200: dataResponse("The operation", OperationSchema),
   },
 });
 
@@ -49,6 +49,6 @@ export const getCampaignStats = apiRoute({
   scope: "campaigns:read",
   request: { params: CampaignDeliveriesParams },
   responses: {
-    200: { description: "The campaign's stats", content: { "application/json": { schema: dataEnvelope(CampaignStatsSchema) } } },
+    200: dataResponse("The campaign's stats", CampaignStatsSchema),
   },
 });

@@ -1,11 +1,8 @@
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { dataResponse, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import { CreateSegmentBody, ListSegmentsQuery, SegmentParams, SegmentSchema } from "./segments.schemas";
 
-const one = (description: string) => ({
-  description,
-  content: { "application/json": { schema: dataEnvelope(SegmentSchema) } },
-});
+const one = (description: string) => dataResponse(description, SegmentSchema);
 
 export const createSegment = apiRoute({
   method: "post",

@@ -1,11 +1,13 @@
 import { z } from "zod";
+import { sendAll } from "../lib/chunks";
+import { idPattern } from "../lib/ids";
 
 export const SEND_DEAD_LETTER_QUEUE = "newsletter-send-dlq";
 
 /** The longest delivery delay Cloudflare Queues accepts; later starts are left to the cron sweeper. */
 export const MAX_QUEUE_DELAY_SECONDS = 12 * 60 * 60;
 
-const operationId = z.string().regex(/^op_[0-9A-Za-z]{1,64}$/);
+const operationId = z.string().regex(idPattern("operation"));
 /** A subscriber id bounding a keyset range; null is the open end. */
 const position = z.string().min(1).max(100).nullable();
 
@@ -29,10 +31,10 @@ export type SendMessage = z.infer<typeof SendMessage>;
  * behind another send's deliveries, and a sandbox send finishes while a Resend send is under way.
  * Both queues share the consumer and the dead-letter queue.
  */
-export const queueFor = (env: Pick<Env, "SEND_QUEUE" | "DELIVERY_QUEUE">, message: SendMessage): Queue =>
+const queueFor = (env: Pick<Env, "SEND_QUEUE" | "DELIVERY_QUEUE">, message: SendMessage): Queue =>
   message.type === "deliver" ? env.DELIVERY_QUEUE : env.SEND_QUEUE;
 
-/** Sends each message to its queue (`queueFor`), at most 100 a call (the Queues limit of `sendBatch`). */
+/** Sends each message to its queue (`queueFor`), in order, QUEUE_BATCH_MAX a call. */
 export const enqueueAll = async (env: Pick<Env, "SEND_QUEUE" | "DELIVERY_QUEUE">, requests: readonly MessageSendRequest<SendMessage>[]): Promise<void> => {
   const byQueue = new Map<Queue, MessageSendRequest<SendMessage>[]>();
   for (const request of requests) {
@@ -41,5 +43,5 @@ export const enqueueAll = async (env: Pick<Env, "SEND_QUEUE" | "DELIVERY_QUEUE">
     if (list) list.push(request);
     else byQueue.set(queue, [request]);
   }
-  for (const [queue, list] of byQueue) for (let i = 0; i < list.length; i += 100) await queue.sendBatch(list.slice(i, i + 100));
+  for (const [queue, list] of byQueue) await sendAll(queue, list);
 };

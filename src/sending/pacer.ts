@@ -90,7 +90,7 @@ export const COLD_MS = 1_000;
  * the account that little, and the later senders' slots shift with it, rather than losing its turn
  * (a slot at the end of every sender's queue). Past it, the sender reserves again.
  */
-export const MAX_SHIFT_MS = 1_000;
+const MAX_SHIFT_MS = 1_000;
 
 /**
  * As far as an urgent caller's start may be put off. The sends' chunks it moved back confirm their

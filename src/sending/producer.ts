@@ -1,11 +1,11 @@
 import type { BatchResponse } from "drizzle-orm/batch";
 import { logError } from "../lib/log";
-import { desc, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { commit } from "../db/commit";
-import { operations } from "../db/schema";
 import { ApiError, notFound } from "../errors/api-error";
 import { findCampaign } from "../campaigns/campaigns.repository";
+import { findLatestOperation } from "../operations/operations.repository";
 import { newId } from "../lib/ids";
 import { schemaProbeQueries } from "../lib/schema-probe";
 import type { AppEnv, CredentialMode } from "../lib/types";
@@ -96,14 +96,7 @@ export const startCampaignSend = async (c: Context<AppEnv>, request: SendRequest
     // Nothing changed: the campaign does not exist here, or is not a draft (another send won).
     const campaign = await findCampaign(c.var.db, request.workspaceId, request.campaignId);
     if (!campaign) throw notFound("campaign", request.campaignId);
-    const latest = await c.var.db
-      .select({ id: operations.id })
-      .from(operations)
-      .where(eq(operations.campaignId, request.campaignId))
-      .orderBy(desc(operations.id))
-      .limit(1)
-      .get();
-    throw notSendable(campaign.status, latest?.id);
+    throw notSendable(campaign.status, (await findLatestOperation(c.var.db, request.campaignId))?.id);
   }
 
   await enqueueStart(c.env, id, operation.startAt, now);

@@ -1,13 +1,10 @@
-import { sql } from "drizzle-orm";
 import { AGAIN, commit, writeExplained } from "../db/commit";
-import { holdsAll } from "../db/differs";
-import { subscribers } from "../db/schema";
-import type { CommitEvent } from "../events/write-events";
 import { ApiError, invalidParam, notFound } from "../errors/api-error";
 import { createRouter } from "../lib/create-app";
 import { envelope, listPage } from "../lib/http";
 import { newId } from "../lib/ids";
 import { emailKey } from "../lib/email";
+import { TAGS_MAX } from "../lib/schemas";
 import {
   findSubscriber,
   findSubscriberIdByEmail,
@@ -15,8 +12,9 @@ import {
   listSubscribersPage,
   editedTags,
   givenValues,
+  holdsAllChanges,
+  subscriberUpdateEvents,
   type SubscriberChanges,
-  TAGS_MAX,
   updateSubscriber,
 } from "./subscribers.repository";
 import { askToConfirm } from "../consent/confirmation-mail";
@@ -80,16 +78,7 @@ export const subscribersRouter = createRouter()
     if (body.location !== undefined) changes.location = body.location;
     if (body.source !== undefined) changes.source = body.source;
     if (body.status !== undefined) changes.status = body.status;
-    // One event per change: a write that moves the status to unsubscribed or bounced is that event
-    // (its object shows every other field it changed too), as when a link, a complaint or a bounce
-    // moves it; any other change is subscriber.updated. Which one is decided inside the batch.
-    const moved = body.status === "unsubscribed" || body.status === "bounced" ? body.status : undefined;
-    const events: CommitEvent[] = moved
-      ? [
-          { type: "subscriber.updated", resource: "subscriber", id: subscriber_id, onlyIfBefore: sql`status = ${moved}` },
-          { type: `subscriber.${moved}`, resource: "subscriber", id: subscriber_id, onlyIfBefore: sql`status <> ${moved}` },
-        ]
-      : [{ type: "subscriber.updated", resource: "subscriber", id: subscriber_id }];
+    const events = subscriberUpdateEvents(subscriber_id, body.status);
     const tagEdit = body.add_tags !== undefined || body.remove_tags !== undefined ? { add: body.add_tags ?? [], remove: body.remove_tags ?? [] } : undefined;
     const given = givenValues(changes);
     return writeExplained(async () => {
@@ -113,8 +102,7 @@ export const subscribersRouter = createRouter()
         const message = `add_tags would give the subscriber more than ${TAGS_MAX} tags (it has ${current.tags.length})`;
         throw invalidParam("add_tags", message);
       }
-      const unchanged = holdsAll(subscribers, current, given) && (!tags || holdsAll(subscribers, current, { tags }));
-      return unchanged ? c.json(envelope(serializeSubscriber(current)), 200) : AGAIN;
+      return holdsAllChanges(current, given, tags) ? c.json(envelope(serializeSubscriber(current)), 200) : AGAIN;
     });
   })
   .openapi(listSubscribers, async (c) => {

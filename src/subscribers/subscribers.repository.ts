@@ -1,8 +1,10 @@
 import { and, desc, eq, getTableColumns, lt, notExists, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { differs } from "../db/differs";
+import { differs, holdsAll } from "../db/differs";
 import { subscribers, subscriberTags } from "../db/schema";
+import type { CommitEvent } from "../events/write-events";
 import { emailKey } from "../lib/email";
+import { TAGS_MAX } from "../lib/schemas";
 
 type SubscriberRow = typeof subscribers.$inferSelect;
 type Status = SubscriberRow["status"];
@@ -43,9 +45,6 @@ const statusSetByApi = (status: SubscriberRow["status"]) =>
 /** Tags added and removed in the write itself (PATCH's add_tags / remove_tags). */
 export type TagEdit = { add: string[]; remove: string[] };
 
-/** The most tags a subscriber holds (the tag list's own limit). */
-export const TAGS_MAX = 50;
-
 /** The list an edit leaves: the subscriber's own, less those removed, then those added it lacked, in order. */
 export const editedTags = (tags: string[], edit: TagEdit): string[] => {
   const removed = new Set(edit.remove);
@@ -64,15 +63,34 @@ const editedTagsSql = (edit: TagEdit) => sql`(SELECT json_group_array(value) FRO
   ORDER BY part, position
 ))`;
 
+/** Whether a subscriber already holds every value a PATCH gave (and the tag list its edit leaves): nothing to write. */
+export const holdsAllChanges = (current: SubscriberRow, given: Partial<SubscriberRow>, tags: string[] | undefined): boolean =>
+  holdsAll(subscribers, current, given) && (!tags || holdsAll(subscribers, current, { tags }));
+
+/**
+ * The events of a PATCH, one per change: a write that moves the status to unsubscribed or bounced
+ * is that event (its object shows every other field it changed too), as when a link, a complaint or
+ * a bounce moves it; any other change is subscriber.updated. Which one is decided inside the batch,
+ * by the status the row had before it.
+ */
+export const subscriberUpdateEvents = (id: string, status: SubscriberRow["status"] | undefined): CommitEvent[] => {
+  const moved = status === "unsubscribed" || status === "bounced" ? status : undefined;
+  if (!moved) return [{ type: "subscriber.updated", resource: "subscriber", id }];
+  return [
+    { type: "subscriber.updated", resource: "subscriber", id, onlyIfBefore: sql`status = ${moved}` },
+    { type: `subscriber.${moved}`, resource: "subscriber", id, onlyIfBefore: sql`status <> ${moved}` },
+  ];
+};
+
+/** The values a PATCH gives, as they are compared with the row's (not its time, nor the email's key, which follow). */
+export const givenValues = ({ updatedAt: _, emailKey: __, ...given }: SubscriberChanges) => given;
+
 /**
  * Applies the changes unless the new email belongs to another subscriber of the workspace (checked
  * in the same statement) or they change nothing (every value given is the one already there: no
  * write, so no `updated_at` moved and no event); no row back means not found, email taken, unchanged,
  * or a tag edit that would pass TAGS_MAX.
  */
-/** The values a PATCH gives, as they are compared with the row's (not its time, nor the email's key, which follow). */
-export const givenValues = ({ updatedAt: _, emailKey: __, ...given }: SubscriberChanges) => given;
-
 export const updateSubscriber = (db: Db, workspaceId: string, id: string, changes: SubscriberChanges, tagEdit?: TagEdit) => {
   const alias = sql`other`;
   const given = givenValues(changes);

@@ -1,6 +1,6 @@
 import { providerUnavailable } from "../errors/openapi";
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { dataResponse, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import {
   ConfirmationSchema,
   CreateSubscriberBatchBody,
@@ -14,10 +14,7 @@ import {
   UpdateSubscriberBody,
 } from "./subscribers.schemas";
 
-const one = (description: string) => ({
-  description,
-  content: { "application/json": { schema: dataEnvelope(SubscriberSchema) } },
-});
+const one = (description: string) => dataResponse(description, SubscriberSchema);
 
 export const createSubscriber = apiRoute({
   errorCodes: { 409: ["subscriber_exists"] },
@@ -36,7 +33,7 @@ export const createSubscriber = apiRoute({
 });
 
 /** Up to 1,000 subscribers with tags and names: about 350 KiB at most in practice; room to spare. */
-export const SUBSCRIBER_BATCH_BYTES = 1024 * 1024;
+const SUBSCRIBER_BATCH_BYTES = 1024 * 1024;
 
 export const createSubscriberBatch = apiRoute({
   method: "post",
@@ -52,7 +49,7 @@ export const createSubscriberBatch = apiRoute({
     body: { required: true, content: { "application/json": { schema: CreateSubscriberBatchBody } } },
   },
   responses: {
-    200: { description: "What became of each item", content: { "application/json": { schema: dataEnvelope(SubscriberBatchSchema) } } },
+    200: dataResponse("What became of each item", SubscriberBatchSchema),
   },
 });
 
@@ -114,7 +111,7 @@ export const requestConfirmation = apiRoute({
     body: { required: true, content: { "application/json": { schema: RequestConfirmationBody } } },
   },
   responses: {
-    200: { description: "The link, and what came of mailing it", content: { "application/json": { schema: dataEnvelope(ConfirmationSchema) } } },
+    200: dataResponse("The link, and what came of mailing it", ConfirmationSchema),
     503: providerUnavailable,
   },
 });

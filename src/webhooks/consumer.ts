@@ -108,7 +108,7 @@ const handleDeadLetters = async (batch: MessageBatch<unknown>, env: Env): Promis
       message.ack();
     } catch (err) {
       logError("webhook_dead_letter_failed", { message_id: message.id }, err);
-      message.retry({ delaySeconds: 60 });
+      message.retry({ delaySeconds: backoffSeconds(message.attempts) });
     }
   }
 };

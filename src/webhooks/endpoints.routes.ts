@@ -1,5 +1,5 @@
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, noBody, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { dataResponse, noBody, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import { AttemptSchema, ListAttemptsQuery } from "./attempts.schemas";
 import {
   CreateEndpointBody,
@@ -11,11 +11,6 @@ import {
   MAX_ENDPOINTS_PER_WORKSPACE,
   UpdateEndpointBody,
 } from "./endpoints.schemas";
-
-const json = <T extends Parameters<typeof dataEnvelope>[0]>(description: string, schema: T) => ({
-  description,
-  content: { "application/json": { schema: dataEnvelope(schema) } },
-});
 
 const base = "/workspaces/{workspace_id}/webhook_endpoints";
 const tags = ["Webhooks"];
@@ -30,7 +25,7 @@ export const createEndpoint = apiRoute({
   scope: "webhooks:write",
   idempotent: true,
   request: { params: WorkspaceParams, body: { required: true, content: { "application/json": { schema: CreateEndpointBody } } } },
-  responses: { 201: json("The new endpoint, with its secret", EndpointWithSecretSchema) },
+  responses: { 201: dataResponse("The new endpoint, with its secret", EndpointWithSecretSchema) },
 });
 
 export const listEndpoints = apiRoute({
@@ -53,7 +48,7 @@ export const getEndpoint = apiRoute({
   summary: "Retrieve a webhook endpoint",
   scope: "webhooks:read",
   request: { params: EndpointParams },
-  responses: { 200: json("The endpoint", EndpointSchema) },
+  responses: { 200: dataResponse("The endpoint", EndpointSchema) },
 });
 
 export const updateEndpoint = apiRoute({
@@ -65,7 +60,7 @@ export const updateEndpoint = apiRoute({
   scope: "webhooks:write",
   idempotent: true,
   request: { params: EndpointParams, body: { required: true, content: { "application/json": { schema: UpdateEndpointBody } } } },
-  responses: { 200: json("The endpoint", EndpointSchema) },
+  responses: { 200: dataResponse("The endpoint", EndpointSchema) },
 });
 
 export const deleteEndpoint = apiRoute({
@@ -77,7 +72,7 @@ export const deleteEndpoint = apiRoute({
   scope: "webhooks:write",
   // No parameters, as the actions below: a body that says something is refused, not ignored.
   request: { params: EndpointParams, body: noBody },
-  responses: { 200: json("The deleted endpoint", DeletedEndpointSchema) },
+  responses: { 200: dataResponse("The deleted endpoint", DeletedEndpointSchema) },
 });
 
 /** These actions take no parameters: the body is empty, or `{}` (anything in it is an unknown parameter). */
@@ -91,7 +86,7 @@ export const rotateSecret = apiRoute({
   scope: "webhooks:write",
   idempotent: true,
   request: { params: EndpointParams, body: noBody },
-  responses: { 200: json("The endpoint, with its new secret", EndpointWithSecretSchema) },
+  responses: { 200: dataResponse("The endpoint, with its new secret", EndpointWithSecretSchema) },
 });
 
 export const testEndpoint = apiRoute({
@@ -104,7 +99,7 @@ export const testEndpoint = apiRoute({
   scope: "webhooks:write",
   idempotent: true,
   request: { params: EndpointParams, body: noBody },
-  responses: { 200: json("The attempt, pending: its first try is under way", AttemptSchema) },
+  responses: { 200: dataResponse("The attempt, pending: its first try is under way", AttemptSchema) },
 });
 
 export const listAttempts = apiRoute({

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { idPattern } from "../lib/ids";
 
 export const WEBHOOK_QUEUE = "newsletter-webhooks";
 export const WEBHOOK_DEAD_LETTER_QUEUE = "newsletter-webhooks-dlq";
@@ -11,14 +12,14 @@ export const RETRY_DELAYS_SECONDS = [5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 
 
 export const WebhookMessage = z.discriminatedUnion("type", [
   /** Creates the event's attempts (one per matching endpoint) and enqueues their first tries. */
-  z.object({ type: z.literal("dispatch"), event_id: z.string().regex(/^evt_[0-9A-Za-z]{1,64}$/) }),
+  z.object({ type: z.literal("dispatch"), event_id: z.string().regex(idPattern("event")) }),
   /**
    * Try number `try` (0-based) of one attempt. A copy whose try the attempt has already moved past
    * is stale and does nothing, so duplicates of a message never double a try.
    */
   z.object({
     type: z.literal("deliver"),
-    attempt_id: z.string().regex(/^wa_[0-9A-Za-z]{1,64}$/),
+    attempt_id: z.string().regex(idPattern("webhook_attempt")),
     try: z.number().int().min(0).max(RETRY_DELAYS_SECONDS.length),
   }),
 ]);

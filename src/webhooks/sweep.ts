@@ -1,3 +1,4 @@
+import { sendAll } from "../lib/chunks";
 import { purgeInRounds } from "../lib/purge";
 import { deleteExpiredEvents, findStalledAttempts, findUndispatchedEvents } from "./attempts.repository";
 import { deleteReceiptsBefore } from "../feedback/feedback.repository";
@@ -31,7 +32,7 @@ export const sweepWebhooks = async (env: Env, now: number): Promise<void> => {
     ...events.map((id) => ({ body: { type: "dispatch", event_id: id } as const })),
     ...stalled.map((a) => ({ body: { type: "deliver", attempt_id: a.id, try: a.attempts } as const })),
   ];
-  for (let i = 0; i < requests.length; i += 100) await env.WEBHOOK_QUEUE.sendBatch(requests.slice(i, i + 100));
+  await sendAll(env.WEBHOOK_QUEUE, requests);
   // Receipts, events and attempts older than their TTL, so the tables do not grow for ever (up to
   // 10,000 rows of each a sweep).
   await purgeInRounds((size) => deleteReceiptsBefore(env.DB, now - RECEIPT_TTL_MS, size));

@@ -1,6 +1,7 @@
 import { and, desc, eq, inArray, lt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { credentialWorkspaces, workspaces } from "../db/schema";
+import { chunksOf } from "../lib/chunks";
 
 export const findWorkspace = (db: Db, id: string) => db.select().from(workspaces).where(eq(workspaces.id, id)).get();
 
@@ -33,11 +34,8 @@ export const insertWorkspace = (db: Db, row: typeof workspaces.$inferInsert) => 
 
 export const existingWorkspaceIds = async (db: Db, ids: string[]): Promise<Set<string>> => {
   const found = new Set<string>();
-  for (let i = 0; i < ids.length; i += 90) {
-    const rows = await db
-      .select({ id: workspaces.id })
-      .from(workspaces)
-      .where(inArray(workspaces.id, ids.slice(i, i + 90)));
+  for (const part of chunksOf(ids, 90)) {
+    const rows = await db.select({ id: workspaces.id }).from(workspaces).where(inArray(workspaces.id, part));
     for (const row of rows) found.add(row.id);
   }
   return found;

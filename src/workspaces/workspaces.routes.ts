@@ -1,5 +1,5 @@
 import { apiRoute } from "../lib/route";
-import { dataEnvelope, pageEnvelope, WorkspaceParams } from "../lib/schemas";
+import { dataResponse, pageEnvelope, WorkspaceParams } from "../lib/schemas";
 import { ListWorkspacesQuery, WorkspaceSchema } from "./workspaces.schemas";
 
 export const listWorkspaces = apiRoute({
@@ -23,6 +23,6 @@ export const getWorkspace = apiRoute({
   scope: "workspaces:read",
   request: { params: WorkspaceParams },
   responses: {
-    200: { description: "The workspace", content: { "application/json": { schema: dataEnvelope(WorkspaceSchema) } } },
+    200: dataResponse("The workspace", WorkspaceSchema),
   },
 });

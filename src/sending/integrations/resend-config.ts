@@ -20,7 +20,7 @@ export const resendRate = (env: Pick<Env, "RESEND_MAX_RPS">): { rps: number; giv
 };
 
 /** RESEND_BASE_URL as requests are made to it, or what is wrong with it. */
-export const resendBaseUrl = (env: Pick<Env, "RESEND_BASE_URL">): { url: string } | { problem: string } => {
+const resendBaseUrl = (env: Pick<Env, "RESEND_BASE_URL">): { url: string } | { problem: string } => {
   const value = env.RESEND_BASE_URL || "https://api.resend.com";
   let url: URL | undefined;
   try {

@@ -16,7 +16,7 @@ export const HEDGE_AFTER_MS = 1_500;
 /** Requests for one batch in flight at once at most (the first and its hedges). */
 export const ASKS_PER_TRY = 3;
 /** A slot further away than this is not waited for in the invocation: the message comes back later. */
-export const MAX_SLOT_WAIT_MS = 30_000;
+const MAX_SLOT_WAIT_MS = 30_000;
 /**
  * The most a confirmed start may lie after the last look (whether everyone in the request is still
  * to be mailed) before the request looks again: the look's own lead (LEAD_MS) and the confirmation's
