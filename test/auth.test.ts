@@ -1,8 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
-import { cachedCredential, rememberCredential } from "../src/credentials/credential-cache";
+import { credentialCacheFor } from "../src/credentials/credential-cache";
 import { hashToken } from "../src/credentials/tokens";
 import { secondsLeftInWindow } from "../src/middleware/auth";
 import { admin, call, createCredential, createWorkspace, expectError, tenant } from "./helpers";
+
+const WORKERS_DEV = "https://newsletter.acme.workers.dev";
 
 describe("authentication", () => {
   it("requires a credential on every resource route", async () => {
@@ -81,12 +83,39 @@ describe("authentication", () => {
     const t = await tenant();
     expect((await admin("DELETE", `/admin/credentials/${t.credential.id}`)).status).toBe(200);
     const tokenHash = await hashToken(t.token);
-    const revoked = await cachedCredential(tokenHash);
-    expect(revoked?.revokedAt).not.toBeNull();
-    if (!revoked) throw new Error("the revocation left no tombstone");
-    await rememberCredential({ ...revoked, revokedAt: null });
-    expect((await cachedCredential(tokenHash))?.revokedAt).toBe(revoked.revokedAt);
+    for (const cache of [credentialCacheFor("https://api.example.test/"), credentialCacheFor(WORKERS_DEV)]) {
+      const revoked = await cache.get(tokenHash);
+      expect(revoked?.revokedAt).not.toBeNull();
+      if (!revoked) throw new Error("the revocation left no tombstone");
+      await cache.remember({ ...revoked, revokedAt: null });
+      expect((await cache.get(tokenHash))?.revokedAt).toBe(revoked.revokedAt);
+    }
     expectError(await t.call("GET", "/v1/workspaces"), 401, "invalid_credential");
+    expectError(await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV }), 401, "invalid_credential");
+  });
+
+  // The Cache API does nothing on a *.workers.dev address (Cloudflare's documentation): there the
+  // credential is kept in the worker instance's memory, so a request still costs no D1 call of its own.
+  it("caches credentials in the instance's memory on a workers.dev address, and refuses a revoked one at once", async () => {
+    const t = await tenant();
+    const dbCalls = (res: { headers: Headers }) => Number(/db;dur=[0-9.]+;desc="(\d+) calls?"/.exec(res.headers.get("server-timing") ?? "")?.[1]);
+    const match = vi.spyOn(caches.default, "match");
+    const put = vi.spyOn(caches.default, "put");
+    try {
+      const first = await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV });
+      expect(first.status).toBe(200);
+      expect(dbCalls(first)).toBe(2); // the credential, then the list
+      const second = await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV });
+      expect(second.body).toEqual(first.body);
+      expect(dbCalls(second)).toBe(1); // the list alone
+      expect(match).not.toHaveBeenCalled();
+      expect(put).not.toHaveBeenCalled();
+    } finally {
+      match.mockRestore();
+      put.mockRestore();
+    }
+    expect((await admin("DELETE", `/admin/credentials/${t.credential.id}`)).status).toBe(200);
+    expectError(await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV }), 401, "invalid_credential");
   });
 
   it("gives live and test credentials the same view of a workspace", async () => {

@@ -17,6 +17,8 @@ export type CallOptions = {
   headers?: Record<string, string>;
   /** A deployment configured otherwise: these bindings and vars over the test environment's. */
   env?: Partial<Env>;
+  /** The address the request is sent to (default https://api.example.test). */
+  origin?: string;
 };
 
 let app: ReturnType<typeof createApp> | undefined;
@@ -30,7 +32,7 @@ export const call = async <T = any>(method: string, path: string, options: CallO
     body = JSON.stringify(options.body);
     if (!headers.has("content-type")) headers.set("content-type", "application/json");
   }
-  const request = new Request(`${BASE}${path}`, { method, headers, body });
+  const request = new Request(`${options.origin ?? BASE}${path}`, { method, headers, body });
   const res = options.env
     ? await (app ??= createApp()).fetch(request, { ...env, ...options.env } as Env, createExecutionContext())
     : await exports.default.fetch(request);

@@ -1,5 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import { cachedCredential, rememberCredential } from "../credentials/credential-cache";
+import { credentialCacheFor } from "../credentials/credential-cache";
 import { findCredentialByHash } from "../credentials/credentials.repository";
 import { hashToken, tokenMode } from "../credentials/tokens";
 import { ApiError, notFound } from "../errors/api-error";
@@ -25,10 +25,11 @@ export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
   if (!token || !mode) throw invalid();
 
   const tokenHash = await hashToken(token);
-  let credential = await cachedCredential(tokenHash);
+  const cache = credentialCacheFor(c.req.url);
+  let credential = await cache.get(tokenHash);
   if (!credential) {
     credential = await findCredentialByHash(c.var.db, tokenHash);
-    if (credential && credential.revokedAt === null) c.executionCtx.waitUntil(rememberCredential(credential));
+    if (credential && credential.revokedAt === null) c.executionCtx.waitUntil(cache.remember(credential));
   }
   if (!credential || credential.revokedAt !== null || credential.mode !== mode) throw invalid();
 
