@@ -29,6 +29,23 @@ describe("escaping by place in the markup", () => {
     expect(own.html).toContain("<p>&lt;i&gt;x&lt;/i&gt;</p>");
   });
 
+  it("newline_to_br in html makes each line break a real <br />, the value's own markup escaped", () => {
+    const lines = { ...bob, name: "<b>Bob</b>\nSecond line\r\nThird" };
+    const m = render({ html: "<p>{{ subscriber.name | newline_to_br }}</p>" }, lines);
+    expect(m.html).toContain("<p>&lt;b&gt;Bob&lt;/b&gt;<br />\nSecond line<br />\nThird</p>");
+    // The text part read from it keeps the lines.
+    expect(m.text).toMatch(/^<b>Bob<\/b>\nSecond line\nThird/);
+    // A filter after it makes it text again, escaped, markup and all (as a capture's html): no markup gets through.
+    const after = render({ html: "<p>{{ subscriber.name | newline_to_br | upcase }}</p>" }, lines).html ?? "";
+    expect(after).toContain("&lt;BR /&gt;\nSECOND LINE&lt;BR /&gt;\nTHIRD</p>");
+    expect(after).not.toMatch(/<B>|<BR/);
+    // In an attribute its brackets are escaped like any markup there; in text (no markup) it leaves the lines as they are.
+    expect(ownPart('<p title="{{ subscriber.name | newline_to_br }}">t</p>', { name: "a\nb" })).toBe('<p title="a&#60;br /&#62;\nb">t</p>');
+    expect(render({ html: "<p>x</p>", text: "{{ subscriber.name | newline_to_br }}|" }, { ...bob, name: "a\nb" }).text).toMatch(/^a\nb\|/);
+    // A value that merely looks like its output is still escaped.
+    expect(render({ html: "<p>{{ subscriber.name }}</p>" }, { ...bob, name: "a<br />\nb" }).html).toContain("<p>a&lt;br /&gt;\nb</p>");
+  });
+
   it("keeps a value inside an unquoted attribute: it cannot add attributes of its own", () => {
     const at = (template: string, name: string) => ownPart(template, { name });
     const attack = "x onmouseover=alert(document.domain) style=display:block";

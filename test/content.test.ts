@@ -175,8 +175,8 @@ describe("rendering", () => {
     expect(odd.text).toMatch(/^A & B <C>\|/);
     expect(renderMessage(compileCampaign(content({ text: "[{{ newsletter.address }}]" }), { name: "N", address: null }), bob, URL).text).toMatch(/^\[\]/);
     expect(() => validateCampaignContent(content({ html: "<p>{{ newsletter.address }}</p>" }))).not.toThrow();
-    // Printed on one line through a filter, as the README suggests for html, or with newline_to_br
-    // (whose <br /> html shows as text, escaped like any output): still shown, so not repeated.
+    // Printed on one line through a filter, or on its lines with newline_to_br, as the README
+    // suggests for html: still shown, so not repeated.
     const lines = { name: "N", address: "Acme Inc.\n12 Main St\nSpringfield, IL 62701\nUSA | Earth" };
     for (const shown of ['{{ newsletter.address | replace: "\n", ", " }}', "{{ newsletter.address | newline_to_br }}", '{{ newsletter.address | replace: "\n", " · " }}']) {
       const m = renderMessage(compileCampaign(content({ html: `<p>Hi <a href="{{ unsubscribe_url }}">leave</a></p><p>${shown}</p>` }), lines), bob, URL);

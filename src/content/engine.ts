@@ -87,6 +87,26 @@ export function escapeAll(this: FilterThis, value: unknown): string {
   return liquidEscape.call(this, text);
 }
 
+/** Marks a string of this render as html made by the template's own means (printed again, it is printed as it is). */
+const markHtml = (ctx: Context, html: string): void => {
+  let captured = capturedHtml.get(ctx);
+  if (!captured) capturedHtml.set(ctx, (captured = new Set()));
+  captured.add(html);
+};
+
+/**
+ * `newline_to_br` in html: the value escaped as any output is, then each line break made a real
+ * `<br />` (its only purpose; escaped, it showed as text). Html like a capture's: a filter applied to
+ * it makes it text again.
+ */
+function htmlNewlineToBr(this: FilterThis, value: unknown): string {
+  const text = stringify(value);
+  this.context.memoryLimit.use(text.length);
+  const html = escapeOutput.call(this, text).replace(/\r?\n/g, "<br />\n");
+  markHtml(this.context, html);
+  return html;
+}
+
 /** What a capture holds counts against the render's memory, so doubling it in a loop stops early. */
 class BoundedCaptureTag extends CaptureTag {
   override *render(ctx: Context): Generator<unknown, void, unknown> {
@@ -94,11 +114,7 @@ class BoundedCaptureTag extends CaptureTag {
     yield this.liquid.renderer.renderTemplates(this.templates, ctx, emitter);
     ctx.memoryLimit.use(emitter.buffer.length);
     ctx.bottom()[this.variable] = emitter.buffer;
-    if (this.liquid.options.outputEscape === escapeOutput) {
-      let captured = capturedHtml.get(ctx);
-      if (!captured) capturedHtml.set(ctx, (captured = new Set()));
-      captured.add(emitter.buffer);
-    }
+    if (this.liquid.options.outputEscape === escapeOutput) markHtml(ctx, emitter.buffer);
   }
 }
 
@@ -125,8 +141,14 @@ export const walk = function* (templates: Template[]): Generator<Template> {
   }
 };
 
-/** The filters the html engine replaces: an output they appear in evaluates differently there. */
-export const HTML_OWN_FILTERS: ReadonlySet<string> = new Set(["escape", "escape_once"]);
+/**
+ * The filters whose value in html differs from text, subject and preheader: an output they appear
+ * in evaluates differently there. Outputs are escaped once already, so `escape` and `escape_once`
+ * do nothing more in html; `newline_to_br` makes real line breaks in html and leaves the line breaks
+ * as they are elsewhere (a text part has no markup, and a text part read from the html shows lines).
+ */
+const HTML_FILTERS = { escape: stringify, escape_once: stringify, newline_to_br: htmlNewlineToBr } as const;
+export const HTML_OWN_FILTERS: ReadonlySet<string> = new Set(Object.keys(HTML_FILTERS));
 
 /** Where each block was written in the output of the part being rendered (a character offset). */
 export type BlockOffsets = Partial<Record<BlockName, number>>;
@@ -248,9 +270,15 @@ const configure = (escapeOutputs: boolean) => {
     return slice.call(this, value, begin, size === undefined || typeof length !== "number" ? length : Math.min(length, size));
   });
   if (escapeOutputs) {
-    // Outputs are escaped once already: `escape` must not escape them twice, and nothing un-escapes.
+    // Nothing un-escapes (and see HTML_FILTERS).
     delete liquid.filters.raw;
-    for (const name of HTML_OWN_FILTERS) liquid.registerFilter(name, (value: unknown) => stringify(value));
+    for (const [name, filter] of Object.entries(HTML_FILTERS)) liquid.registerFilter(name, filter);
+  } else {
+    liquid.registerFilter("newline_to_br", function (this: FilterThis, value: unknown) {
+      const text = stringify(value);
+      this.context.memoryLimit.use(text.length);
+      return text;
+    });
   }
   countingFilters(liquid);
   return countingWork(liquid);

@@ -177,8 +177,8 @@ const wordPattern = (word: string, html: boolean) =>
 
 /**
  * What may stand between two words of an address that a part shows: whitespace, the punctuation a
- * template joins its lines with on one line (`| replace: "\n", ", "`), `<br>`, and in html `&nbsp;`
- * and the `<br />` that `newline_to_br` prints (escaped there, as every output is).
+ * template joins its lines with on one line (`| replace: "\n", ", "`), `<br>` (`newline_to_br`'s),
+ * and in html `&nbsp;` and an escaped `<br />` (what `newline_to_br` prints when a filter follows it).
  */
 const TEXT_BETWEEN_WORDS = "(?:[\\s,;|·•]|<br\\s*/?>)+";
 const HTML_BETWEEN_WORDS = "(?:[\\s,;|·•]|&nbsp;|&#160;|<br\\s*/?>|&lt;br\\s*/?&gt;)+";

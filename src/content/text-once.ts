@@ -169,6 +169,9 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   if (htmlTemplate.includes(OPEN) || htmlTemplate.includes(CLOSE)) return null;
   const pieces: string[] = [];
   const masked = htmlTemplate.replace(LIQUID, (piece) => `${OPEN}${pieces.push(piece) - 1}${CLOSE}`);
+  // What `newline_to_br` prints breaks lines in the html (a `<br />` each), which a text read once
+  // shows as spaces (asHtmlShowsIt): such html is read per message, its breaks as the reader sees them.
+  if (pieces.some((piece) => piece.includes("newline_to_br"))) return null;
   const text = toText(masked);
   // Liquid the html shows as text (`&#123;&#123; x &#125;&#125;`, `{<b></b>{ x }}`) would be Liquid
   // to the text template: such text is left to each message's html.
