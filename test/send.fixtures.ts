@@ -109,7 +109,10 @@ export class CapturedQueue {
 
   async sendBatch(batch: Iterable<{ body: unknown; delaySeconds?: number }>, via?: string) {
     this.guard();
-    for (const m of batch) {
+    const list = [...batch];
+    // Cloudflare Queues refuses a sendBatch of more than 100 messages.
+    if (list.length > 100) throw new Error(`sendBatch of ${list.length} messages: Queues takes at most 100`);
+    for (const m of list) {
       this.messages.push({ body: m.body, attempts: 1, delaySeconds: m.delaySeconds });
       this.log.push({ body: m.body, via });
     }

@@ -3,7 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RETRY_DELAYS_SECONDS } from "../src/webhooks/messages";
 import { ulid } from "ulidx";
-import { EVENT_TTL_MS, sweepWebhooks } from "../src/webhooks/sweep";
+import { EVENT_TTL_MS, SWEEP_TAKE, sweepWebhooks } from "../src/webhooks/sweep";
 import { tenant } from "./helpers";
 import { attemptRow, CapturedQueue, consume, createEndpoint, RECEIVER, receiver, seedEvent } from "./webhooks.fixtures";
 
@@ -226,11 +226,13 @@ describe("the sweeper", () => {
     const now = Date.now();
     const old = await seedEvent(t.workspace.id, { createdAt: now - 2 * 60_000 });
     await seedEvent(t.workspace.id, { createdAt: now - 1_000 });
-    for (let i = 0; i < 120; i++) await seedEvent(t.workspace.id, { createdAt: now - 3 * 60_000 + i });
+    // More than a run takes (a 1,000-subscriber import whose enqueue was lost, and then some).
+    expect(SWEEP_TAKE).toBe(1_000);
+    await Promise.all(Array.from({ length: SWEEP_TAKE + 20 }, (_, i) => seedEvent(t.workspace.id, { createdAt: now - 3 * 60_000 + i })));
     const queue = new CapturedQueue();
     await sweepWebhooks({ ...env, WEBHOOK_QUEUE: queue.asBinding() }, now);
     const dispatched = queue.messages.map((m) => (m.body as { event_id: string }).event_id);
-    expect(dispatched).toHaveLength(100);
+    expect(dispatched).toHaveLength(SWEEP_TAKE);
     // Oldest first; the recent one (its own enqueue may still be under way) is left alone.
     expect(dispatched).not.toContain(old);
     // Once dispatched (attempts created), the sweeper no longer sees them.
