@@ -49,3 +49,41 @@ describe("signatures", () => {
     expect(await signer.sign("unsubscribe", "sub_1:cmp_1")).toBe(signature);
   });
 });
+
+describe("the signing key", () => {
+  // A request never waits on a key read another request started: that request's I/O ends with it
+  // (a client that goes away), and the runtime cancels as hung whoever waits on what only it could settle.
+  it("is read by each request that needs it before the instance has it, never shared while loading", async () => {
+    await signerFor({ DB: env.DB }).sign("cursor", "make sure the key exists");
+    let reads = 0;
+    const stalled = new Proxy(env.DB, {
+      get(target, property) {
+        if (property !== "prepare") return Reflect.get(target, property, target);
+        return (sql: string) => {
+          const statement = target.prepare(sql);
+          if (!sql.includes("service_keys")) return statement;
+          return new Proxy(statement, {
+            get(inner, name) {
+              if (name !== "bind") return Reflect.get(inner, name, inner);
+              return (...values: unknown[]) => {
+                const bound = inner.bind(...values);
+                // The first read never answers (its request was cancelled); later ones do.
+                const first = reads++ === 0 ? () => new Promise(() => {}) : bound.first.bind(bound);
+                return new Proxy(bound, { get: (b, n) => (n === "first" ? first : Reflect.get(b, n, b)) });
+              };
+            },
+          });
+        };
+      },
+    }) as D1Database;
+    const signer = signerFor({ DB: stalled });
+    void signer.sign("cursor", "the request whose read never answers");
+    const timeout = new Promise<string>((resolve) => setTimeout(() => resolve("waited on the other request's read"), 2_000));
+    const second = await Promise.race([signer.sign("cursor", "another request"), timeout]);
+    expect(second).toBe(await signerFor({ DB: env.DB }).sign("cursor", "another request"));
+    expect(reads).toBe(2);
+    // Once read, the key is kept: no more reads.
+    await signer.sign("cursor", "a third");
+    expect(reads).toBe(2);
+  });
+});

@@ -18,9 +18,13 @@ export type Signer = {
   verify(purpose: string, message: string, signature: string): Promise<boolean>;
 };
 
-// The key never changes for a database, so an isolate reads it once per binding (or per override).
-const keysByBinding = new WeakMap<D1Database, Promise<CryptoKey>>();
-const keysBySecret = new Map<string, Promise<CryptoKey>>();
+// The key never changes for a database, so an isolate keeps it once read, per binding (or per
+// override). Only the key is kept, never a load under way: a request waiting on a read another
+// request started would be cancelled with it (the runtime ends a request's I/O with the request, and
+// cancels as hung a request that waits on what only another can settle). Requests that need the key
+// before any has it each read it (the first moments of an isolate: one D1 read each).
+const keysByBinding = new WeakMap<D1Database, CryptoKey>();
+const keysBySecret = new Map<string, CryptoKey>();
 
 const importKey = (secret: string) =>
   crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
@@ -51,17 +55,14 @@ const loadSecret = async (d1: D1Database): Promise<string> => {
 
 type KeyEnv = Pick<Env, "DB" | "CURSOR_SECRET" | "CURSOR_SECRET_PREVIOUS">;
 
-const keyFor = (env: Pick<Env, "DB" | "CURSOR_SECRET">): Promise<CryptoKey> => {
+const keyFor = async (env: Pick<Env, "DB" | "CURSOR_SECRET">): Promise<CryptoKey> => {
   const override = env.CURSOR_SECRET;
-  const cache = override ? keysBySecret : undefined;
-  let key = override ? cache?.get(override) : keysByBinding.get(env.DB);
-  if (!key) {
-    key = override ? importKey(override) : loadSecret(env.DB).then(importKey);
-    // A failed load (database not migrated yet) is not remembered: the next request tries again.
-    key.catch(() => (override ? keysBySecret.delete(override) : keysByBinding.delete(env.DB)));
-    if (override) keysBySecret.set(override, key);
-    else keysByBinding.set(env.DB, key);
-  }
+  const kept = override ? keysBySecret.get(override) : keysByBinding.get(env.DB);
+  if (kept) return kept;
+  // A failed load (database not migrated yet) throws and keeps nothing: the next request tries again.
+  const key = await importKey(override ?? (await loadSecret(env.DB)));
+  if (override) keysBySecret.set(override, key);
+  else keysByBinding.set(env.DB, key);
   return key;
 };
 
