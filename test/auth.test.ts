@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { credentialCacheFor } from "../src/credentials/credential-cache";
 import { hashToken } from "../src/credentials/tokens";
 import { secondsLeftInWindow } from "../src/middleware/auth";
-import { admin, call, createCredential, createWorkspace, expectError, tenant } from "./helpers";
+import { admin, call, createCredential, createWorkspace, expectError, tenant, tripsOf } from "./helpers";
 
 const WORKERS_DEV = "https://newsletter.acme.workers.dev";
 
@@ -98,16 +98,15 @@ describe("authentication", () => {
   // credential is kept in the worker instance's memory, so a request still costs no D1 call of its own.
   it("caches credentials in the instance's memory on a workers.dev address, and refuses a revoked one at once", async () => {
     const t = await tenant();
-    const dbCalls = (res: { headers: Headers }) => Number(/db;dur=[0-9.]+;desc="(\d+) calls?"/.exec(res.headers.get("server-timing") ?? "")?.[1]);
     const match = vi.spyOn(caches.default, "match");
     const put = vi.spyOn(caches.default, "put");
     try {
       const first = await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV });
       expect(first.status).toBe(200);
-      expect(dbCalls(first)).toBe(2); // the credential, then the list
+      expect(tripsOf(first).db).toBe(2); // the credential, then the list
       const second = await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV });
       expect(second.body).toEqual(first.body);
-      expect(dbCalls(second)).toBe(1); // the list alone
+      expect(tripsOf(second).db).toBe(1); // the list alone
       expect(match).not.toHaveBeenCalled();
       expect(put).not.toHaveBeenCalled();
     } finally {

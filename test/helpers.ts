@@ -48,6 +48,17 @@ export const call = async <T = any>(method: string, path: string, options: CallO
   return { status: res.status, headers: res.headers, body: parsed as T, text, url: `${method} ${path}` };
 };
 
+/** The D1 and KV calls a response reports in its Server-Timing header (README "Rate limits and logs"). */
+export const tripsOf = (res: { headers: Headers }): { db: number; kv: number; header: string } => {
+  const header = res.headers.get("server-timing") ?? "";
+  const calls = (name: string) => {
+    const match = new RegExp(`${name};dur=[0-9.]+;desc="(\\d+) calls?"`).exec(header);
+    if (!match) throw new Error(`no ${name} entry in Server-Timing: ${header}`);
+    return Number(match[1]);
+  };
+  return { db: calls("db"), kv: calls("kv"), header };
+};
+
 export const admin = (method: string, path: string, body?: unknown) => call(method, path, { token: ADMIN_TOKEN, body });
 
 export const createWorkspace = async (name = "Acme") => {

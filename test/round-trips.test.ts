@@ -2,7 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { createApp } from "../src/app";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type ApiResponse, seedSubscribers, tenant } from "./helpers";
+import { type ApiResponse, seedSubscribers, tenant, tripsOf } from "./helpers";
 import { createCampaign, createNewsletter, type Tenant } from "./send.fixtures";
 
 // The round-trip budget of every route, read from the Server-Timing header each response carries
@@ -15,16 +15,6 @@ afterEach(() => {
 });
 
 type Budget = { db: number; kv: number };
-
-const tripsOf = (res: ApiResponse): Budget & { header: string } => {
-  const header = res.headers.get("server-timing") ?? "";
-  const calls = (name: string) => {
-    const match = new RegExp(`${name};dur=[0-9.]+;desc="(\\d+) calls?"`).exec(header);
-    if (!match) throw new Error(`no ${name} entry in Server-Timing: ${header}`);
-    return Number(match[1]);
-  };
-  return { db: calls("db"), kv: calls("kv"), header };
-};
 
 const expectBudget = (res: ApiResponse, budget: Budget) => {
   expect(res.status, res.text).toBeLessThan(300);

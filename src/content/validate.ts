@@ -1,6 +1,7 @@
 import { ForTag, LiquidError, TablerowTag, TagToken, type Template, type Token, Tokenizer, TokenKind } from "liquidjs";
 import { type Engine, EXPRESSION_FILTERS, htmlEngine, LOOP_PROPERTIES, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
 import { lineOf as lineAt, offsetOf } from "./liquid-syntax";
+import { clipped } from "../errors/zod-messages";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
 // variables the contract lists (checked statically, so a typo inside a branch the sample would not
@@ -111,7 +112,7 @@ const indexNesting = (piece: string): number => {
   return deepest;
 };
 
-const clipped = (name: string, most = MAX_NAME_SHOWN) => (name.length > most ? `${name.slice(0, most - 1)}…` : name);
+const clippedName = (name: string) => clipped(name, MAX_NAME_SHOWN);
 
 const at = (line: number | undefined) => (line === undefined ? "" : ` on line ${line}`);
 
@@ -186,11 +187,11 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
   for (const variables of Object.values(analysis.globals)) {
     for (const variable of variables) {
       if (isKnown(variable.segments, field) || isOffsetContinue(source, variable)) continue;
-      const name = clipped(String(variable));
+      const name = clippedName(String(variable));
       const hint = field === "subject" && name.startsWith("campaign.") ? " (the subject cannot use itself)" : "";
       const line = variable.location.row;
       // Liquid reads a number it does not know (`1e3`, `1_000`) as the name of a variable.
-      const head = clipped(String(variable.segments[0] ?? ""));
+      const head = clippedName(String(variable.segments[0] ?? ""));
       const problem = /^[0-9.]/.test(head)
         ? `"${head}" is not a number Liquid reads${at(line)} (write numbers as digits with an optional point, without an exponent)`
         : `unknown variable "${name}"${at(line)}${hint}; known: ${variableList}`;
@@ -227,7 +228,7 @@ const namesNotWrittenOut = (field: TemplateField, source: string, variables: rea
   for (const { segments, location } of variables) {
     const offset = offsetOf(source, location.row, location.col);
     if (source[offset] !== "[" || /^\[\s*["']/.test(source.slice(offset, offset + 16))) continue;
-    const name = clipped(String(segments[0] ?? ""));
+    const name = clippedName(String(segments[0] ?? ""));
     found.push({
       line: location.row,
       problem: new TemplateError(
@@ -247,7 +248,7 @@ const loopObjectMisreads = (field: TemplateField, variables: readonly AnalyzedVa
   variables.flatMap(({ segments: [root, property], location }) => {
     const known = typeof root === "string" && Object.hasOwn(LOOP_PROPERTIES, root) ? LOOP_PROPERTIES[root] : undefined;
     if (!known || property === undefined || (typeof property === "string" && known.includes(property))) return [];
-    const name = clipped(`${root}.${String(property)}`);
+    const name = clippedName(`${root}.${String(property)}`);
     return [{ line: location.row, problem: new TemplateError(field, `"${name}"${at(location.row)} is not a property of ${root} (it has ${known.join(", ")})`) }];
   });
 

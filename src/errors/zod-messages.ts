@@ -66,7 +66,10 @@ const MAX_DETAILS = 50;
 /** A parameter's name, as an answer quotes it, at most (in characters; a longer one ends in "…"). */
 const MAX_PARAM_SHOWN = 200;
 
-const shown = (param: string | undefined) => (param && param.length > MAX_PARAM_SHOWN ? `${param.slice(0, MAX_PARAM_SHOWN - 1)}…` : param);
+/** Text an error message quotes, cut to `most` characters (the last an ellipsis) when longer. */
+export const clipped = (text: string, most: number): string => (text.length > most ? `${text.slice(0, most - 1)}…` : text);
+
+const shown = (param: string | undefined) => param && clipped(param, MAX_PARAM_SHOWN);
 
 export const zodIssuesToDetails = (error: z.core.$ZodError, rename?: (param: string) => string): ErrorDetail[] => {
   const details: ErrorDetail[] = [];
