@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { LEAD_MS, type Pacer } from "../src/sending/pacer";
+import type { Pacer } from "../src/sending/pacer";
+import { LEAD_MS } from "../src/sending/pacing";
 import { awaitSlot, FRESH_LOOK_MS, type ResendConfig } from "../src/sending/integrations/resend-requests";
 
 // The last look before a request (is everyone in it still to be mailed?) is made just before its slot

@@ -2,7 +2,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { resendIntegration } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS, hedgeAfterMs, REQUEST_TIMEOUT_MS } from "../src/sending/integrations/resend-requests";
-import { answerSlot, ARRIVAL_MS, COLD_MS, confirmSlot, intervalMs, LATE_MS, LEAD_MS, type Pacer, type PacerState, pauseUntil, reserveSlot, restartSlot, type Start, slotStands, startWindow, URGENT_MAX_SHIFT_MS } from "../src/sending/pacer";
+import type { Pacer } from "../src/sending/pacer";
+import { answerSlot, ARRIVAL_MS, COLD_MS, confirmSlot, intervalMs, LATE_MS, LEAD_MS, type PacerState, pauseUntil, reserveSlot, restartSlot, type Start, slotStands, startWindow, URGENT_MAX_SHIFT_MS } from "../src/sending/pacing";
 
 /** A second: at 2 requests a second, no second may hold three arrivals. */
 const SECOND = 1_000;

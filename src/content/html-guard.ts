@@ -1,5 +1,6 @@
 import { CycleTag, EchoTag, Filter, type Liquid, type Template } from "liquidjs";
-import { escapeAll, escapeOutput, type FilterThis, htmlEngine, stringify, walk } from "./engine";
+import { escapeAll, escapeOutput, htmlEngine, stringify, walk } from "./engine";
+import type { FilterThis } from "./render-work";
 import { outputPlace, type Place, SKIPPED, TAG_WINDOW } from "./markup-place";
 import { maskedSource } from "./liquid-mask";
 import { lineOf } from "./liquid-syntax";

@@ -1,7 +1,8 @@
 import { ForTag, LiquidError, TablerowTag, TagToken, type Template, type Token, Tokenizer, TokenKind } from "liquidjs";
-import { type Engine, EXPRESSION_FILTERS, htmlEngine, LOOP_PROPERTIES, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, TooMuchWork, walk } from "./engine";
+import { type Engine, EXPRESSION_FILTERS, htmlEngine, LOOP_PROPERTIES, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, walk } from "./engine";
 import { lineOf as lineAt, offsetOf } from "./liquid-syntax";
-import { clipped } from "../errors/zod-messages";
+import { TooMuchWork } from "./render-work";
+import { clipped, moreProblems } from "../errors/zod-messages";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
 // variables the contract lists (checked statically, so a typo inside a branch the sample would not
@@ -203,7 +204,7 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
   const problems = [...unknown.sort((a, b) => a.line - b.line).map((u) => u.problem), ...loopProblems(field, templates)];
   if (problems.length > MAX_PROBLEMS) {
     const more = problems.length - MAX_PROBLEMS;
-    return { problems: [...problems.slice(0, MAX_PROBLEMS), new TemplateError(field, `and ${more} more problem${more === 1 ? "" : "s"} of the same kinds (the first ${MAX_PROBLEMS} are listed)`)] };
+    return { problems: [...problems.slice(0, MAX_PROBLEMS), new TemplateError(field, moreProblems(more, MAX_PROBLEMS, " of the same kinds"))] };
   }
   if (problems.length > 0) return { problems };
   return { templates, globals: new Set(Object.keys(analysis.globals)) };

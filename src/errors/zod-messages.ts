@@ -67,6 +67,10 @@ const MAX_DETAILS = 50;
 const MAX_PARAM_SHOWN = 200;
 
 /** Text an error message quotes, cut to `most` characters (the last an ellipsis) when longer. */
+/** The line that stands for the problems past the first `listed`: "and 3 more problems (the first 20 are listed)". */
+export const moreProblems = (more: number, listed: number, kinds = ""): string =>
+  `and ${more} more problem${more === 1 ? "" : "s"}${kinds} (the first ${listed} are listed)`;
+
 export const clipped = (text: string, most: number): string => (text.length > most ? `${text.slice(0, most - 1)}…` : text);
 
 const shown = (param: string | undefined) => param && clipped(param, MAX_PARAM_SHOWN);
@@ -98,6 +102,6 @@ export const zodIssuesToDetails = (error: z.core.$ZodError, rename?: (param: str
       return { param, message: param ? `${param} ${issue.message}` : issue.message };
     });
   }
-  if (more > 0) details.push({ message: `and ${more} more problem${more === 1 ? "" : "s"} (the first ${MAX_DETAILS} are listed)` });
+  if (more > 0) details.push({ message: moreProblems(more, MAX_DETAILS) });
   return details;
 };

@@ -1,4 +1,5 @@
-import { LATE_MS, LEAD_MS, type Pacer } from "../pacer";
+import type { Pacer } from "../pacer";
+import { LATE_MS, LEAD_MS } from "../pacing";
 import type { DeliveryError, EmailOutcome, OutboundEmail } from "./types";
 
 // One request to Resend's batch endpoint, in a slot of the account-wide pacer (src/sending/pacer.ts),
