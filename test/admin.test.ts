@@ -88,6 +88,11 @@ describe("operator API", () => {
     const revoked = await admin("DELETE", `/admin/credentials/${credential.id}`);
     expect(revoked.body.data.token).toBeUndefined();
     expect(revoked.body.data.revoked_at).not.toBeNull();
+    // Revoking again (a retry after a lost answer) answers the same row: the first revoked_at stays.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const again = await admin("DELETE", `/admin/credentials/${credential.id}`);
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data).toEqual(revoked.body.data);
   });
 
   it("validates credential requests", async () => {

@@ -87,8 +87,32 @@ describe("campaigns", () => {
     expectError(patched, 400, "validation_failed", "scheduled_at");
     // Written back as it was read, it is a no-op.
     expect((await t.call("PATCH", `${t.ws}/campaigns/${last.body.data.id}`, { body: { scheduled_at: last.body.data.scheduled_at } })).status).toBe(200);
+    // Fractions past the millisecond are dropped; that spelling of the stored time is the same time.
+    const fine = await post({ subject: "S", newsletter_id: nl.id, scheduled_at: "2999-01-01T00:00:00.123456Z" });
+    expect(fine.body.data.scheduled_at).toBe("2999-01-01T00:00:00.123Z");
+    const finer = await t.call("PATCH", `${t.ws}/campaigns/${fine.body.data.id}`, { body: { scheduled_at: "2999-01-01T00:00:00.1239Z" } });
+    expect(finer.status, finer.text).toBe(200);
+    expect(finer.body.data).toEqual(fine.body.data);
     expectError(await post({ subject: "S", newsletter_id: nl.id, status: "sent" }), 400, "validation_failed", "status");
     expectError(await t.call("POST", `${t.ws}/campaigns`, { raw: "{", headers: { "content-type": "application/json" } }), 400, "invalid_json");
+  });
+
+  it("takes back a draft's scheduled_at as it was read after that time has passed (a no-op); any other past time is refused", async () => {
+    const t = await tenant();
+    const nl = await createNewsletter(t);
+    const soon = new Date(Date.now() + 300).toISOString();
+    const created = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id: nl.id, scheduled_at: soon } });
+    expect(created.status, created.text).toBe(201);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const path = `${t.ws}/campaigns/${created.body.data.id}`;
+    // A client that writes back the whole campaign it read.
+    const { subject, preheader, scheduled_at } = created.body.data;
+    const same = await t.call("PATCH", path, { body: { subject, preheader, scheduled_at } });
+    expect(same.status, same.text).toBe(200);
+    expect(same.body.data).toEqual(created.body.data);
+    const other = await t.call("PATCH", path, { body: { scheduled_at: new Date(Date.parse(soon) - 1).toISOString() } });
+    expectError(other, 400, "validation_failed", "scheduled_at");
+    expect(other.body.error.message).toBe("scheduled_at must be in the future");
   });
 
   it("stores a blank preheader as null, trims it, and types it as nullable", async () => {

@@ -183,6 +183,9 @@ describe("the confirmation link", () => {
     expectPage(await confirm(path, "List-Unsubscribe=One-Click"), 400);
     expectPage(await page("POST", path, { raw: "{}", headers: { "content-type": "application/json" } }), 415);
     expectPage(await confirm(path, `Confirm=${"x".repeat(20_000)}`), 413);
+    // The cap is 8 KiB, as on the unsubscribe pages: one byte over is refused unread, 8 KiB is read (and is no confirmation).
+    expectPage(await confirm(path, `Confirm=${"x".repeat(8 * 1024 + 1 - "Confirm=".length)}`), 413);
+    expectPage(await confirm(path, `Confirm=${"x".repeat(8 * 1024 - "Confirm=".length)}`), 400);
     expect(await statusOf(t, sub.id)).toBe("pending");
     expectPage(await page("POST", path), 200);
     expect(await statusOf(t, sub.id)).toBe("active");

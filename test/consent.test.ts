@@ -219,8 +219,13 @@ describe("POST /u/{token}", () => {
     expect(wrong.status).toBe(400);
     const huge = await page("POST", `/u/${r.token}`, { raw: `List-Unsubscribe=One-Click&pad=${"x".repeat(1024 * 1024)}`, headers: ONE_CLICK });
     expect(huge.status).toBe(413);
+    // The cap is 8 KiB: one byte over is refused, a body of 8 KiB exactly is read.
+    const padded = (bytes: number) => `List-Unsubscribe=One-Click&pad=${"x".repeat(bytes - "List-Unsubscribe=One-Click&pad=".length)}`;
+    expect((await page("POST", `/u/${r.token}`, { raw: padded(8 * 1024 + 1), headers: ONE_CLICK })).status).toBe(413);
     expect((await subscriberOf(t, r.subscriberId)).status).toBe("active");
     expect((await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at).toBeNull();
+    expect((await page("POST", `/u/${r.token}`, { raw: padded(8 * 1024), headers: ONE_CLICK })).status).toBe(200);
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("unsubscribed");
   });
 });
 

@@ -174,6 +174,22 @@ describe("preview", () => {
     expect(p.text).toContain(`Unsubscribe: ${p.headers["List-Unsubscribe"].slice(1, -1)}`);
   });
 
+  it("ignores Idempotency-Key: a preview changes nothing, so it is never replayed and its key is never checked", async () => {
+    const t = await tenant();
+    const c = await campaignWith(t, { subject: "First" });
+    const path = `${t.ws}/campaigns/${c.id}/preview`;
+    // Under the 8 characters a key needs anywhere else.
+    expect((await t.call("POST", path, { headers: { "idempotency-key": "abc" } })).status).toBe(200);
+    const key = { headers: { "idempotency-key": "preview-key-0001" } };
+    const first = await t.call("POST", path, key);
+    expect(first.body.data.subject).toBe("First");
+    expect((await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { subject: "Second" } })).status).toBe(200);
+    const again = await t.call("POST", path, key);
+    expect(again.status, again.text).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBeNull();
+    expect(again.body.data.subject).toBe("Second");
+  });
+
   it("shows the postal address when the template places its own unsubscribe link but not the address", async () => {
     const t = await tenant();
     const c = await campaignWith(t, { html: '<html><body><p>Hi</p><p><a href="{{ unsubscribe_url }}">Leave</a></p></body></html>' });

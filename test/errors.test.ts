@@ -167,6 +167,15 @@ describe("utility routes", () => {
     expect(res.body.status).toBe("ok");
   });
 
+  it("ignores any query on /health and /openapi.json (a probe's cache-buster, a parameter given twice)", async () => {
+    const health = await call("GET", "/health?x=1&x=2&t=1732700000");
+    expect(health.status, health.text).toBe(200);
+    expect(health.body.status).toBe("ok");
+    const doc = await call("GET", "/openapi.json?x=1&x=2");
+    expect(doc.status).toBe(200);
+    expect(doc.text).toBe((await call("GET", "/openapi.json")).text);
+  });
+
   it("serves an OpenAPI 3.1 document generated from the route schemas", async () => {
     const res = await call("GET", "/openapi.json");
     expect(res.status).toBe(200);

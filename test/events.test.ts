@@ -2,7 +2,8 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { dispatchWritten, outboxStatement } from "../src/events/outbox";
-import { call, createCredential, tenant, until } from "./helpers";
+import { call, createCredential, seedSubscribers, tenant, until } from "./helpers";
+import { harness } from "./send.harness";
 import { CapturedQueue } from "./send.fixtures";
 import { createCampaign, sendCampaign, waitForOperation } from "./send.fixtures";
 import { createEndpoint, createSubscriber, receiver, storedEvents } from "./webhooks.fixtures";
@@ -109,6 +110,21 @@ describe("the outbox", () => {
     expect(types).toEqual(["subscriber.created", "campaign.sending", "campaign.sent"]);
     const [sent] = (await t.call("GET", `${t.ws}/events?type=campaign.sent`)).body.data;
     expect(sent.data.object).toMatchObject({ id: campaign.id, object: "campaign", status: "sent" });
+    // Archiving the sent campaign is no event: no event type says "archived".
+    expect((await t.call("POST", `${t.ws}/campaigns/${campaign.id}/archive`)).body.data.status).toBe("archived");
+    expect((await storedEvents(t.workspace.id)).map((e) => e.type)).toEqual(types);
+  });
+
+  it("scheduling, unscheduling and archiving a campaign write no event (campaign.sending waits for the start)", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 2);
+    const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 3_600_000).toISOString() });
+    const path = `${h.t.ws}/campaigns/${campaign.id}`;
+    expect((await h.t.call("POST", `${path}/send`, {})).status).toBe(202);
+    expect((await h.t.call("GET", path)).body.data.status).toBe("scheduled");
+    expect((await h.t.call("POST", `${path}/unschedule`)).body.data.status).toBe("draft");
+    expect((await h.t.call("POST", `${path}/archive`)).body.data.status).toBe("archived");
+    expect(await storedEvents(h.t.workspace.id)).toEqual([]);
   });
 });
 

@@ -97,9 +97,15 @@ describe("POST /webhooks/resend: bad input changes nothing", () => {
     const before = await snapshot();
     expectError(await post(s.h.env, { body: "{not json" }), 400, "invalid_json");
     expectError(await post(s.h.env, { body: "[1,2]" }), 400, "invalid_json");
-    const big = JSON.stringify({ type: "email.delivered", data: { email_id: s.deliveries[0]?.provider_message_id, pad: "x".repeat(1024 * 1024) } });
+    const emailId = s.deliveries[0]?.provider_message_id ?? "";
+    const big = JSON.stringify({ type: "email.delivered", data: { email_id: emailId, pad: "x".repeat(1024 * 1024) } });
     expectError(await post(s.h.env, { body: big }), 413, "payload_too_large");
     expect(await snapshot()).toEqual(before);
+    // The route's cap is 256 KiB, not the API's 64 KiB: a large event within it is applied.
+    const large = event("email.delivered", emailId, { subject: "x".repeat(200 * 1024) });
+    const applied = await post(s.h.env, { body: large });
+    expect(applied.status, applied.text).toBe(200);
+    expect(applied.body.data.result).toBe("applied");
   });
 
   it("200 ignored for unknown event types and unknown email ids", async () => {

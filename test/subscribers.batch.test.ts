@@ -82,7 +82,9 @@ describe("POST /subscribers/batch", () => {
       sent.push([...messages].length);
       return {} as QueueSendBatchResponse;
     });
-    const subscribers = Array.from({ length: 1000 }, (_, i) => ({ email: `reader${i}@example.com`, tags: ["import"] }));
+    const subscribers = Array.from({ length: 1000 }, (_, i) => ({ email: `reader${i}@example.com`, name: `Reader ${i} of the spring import`, tags: ["import"] }));
+    // Over the API's 64 KiB: the import's cap is 1 MiB.
+    expect(JSON.stringify({ subscribers }).length).toBeGreaterThan(64 * 1024);
     const res = await t.call("POST", `${t.ws}/subscribers/batch`, { body: { subscribers } });
     expect(res.status, res.text.slice(0, 300)).toBe(200);
     expect(res.body.data.created).toBe(1000);

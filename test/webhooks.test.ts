@@ -99,6 +99,37 @@ describe("webhook endpoints", () => {
     expect(again.text).toBe(patched.text);
   });
 
+  it("replays a keyed create's and a keyed rotation's secret, even after a later rotation and the endpoint's delete", async () => {
+    const t = await tenant();
+    const create = { body: { url: RECEIVER, events: ["*"] }, headers: { "idempotency-key": "create-endpoint-0001" } };
+    const created = await t.call("POST", `${t.ws}/webhook_endpoints`, create);
+    expect(created.status, created.text).toBe(201);
+    const path = `${t.ws}/webhook_endpoints/${created.body.data.id}`;
+    const rotate = { headers: { "idempotency-key": "rotate-endpoint-0001" } };
+    const rotated = await t.call("POST", `${path}/rotate_secret`, rotate);
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.body.data.secret).not.toBe(created.body.data.secret);
+    expect((await t.call("POST", `${path}/rotate_secret`)).status).toBe(200);
+    expect((await t.call("DELETE", path)).status).toBe(200);
+
+    // A client that lost either answer reads the secret it was given then, byte for byte.
+    for (const [first, again] of [
+      [created, await t.call("POST", `${t.ws}/webhook_endpoints`, create)],
+      [rotated, await t.call("POST", `${path}/rotate_secret`, rotate)],
+    ] as const) {
+      expect(again.status, again.text).toBe(first.status);
+      expect(again.headers.get("idempotent-replayed")).toBe("true");
+      expect(again.text).toBe(first.text);
+    }
+    expect((await t.call("GET", path)).status).toBe(404);
+  });
+
+  it("stores an event list holding \"*\" as [\"*\"] and a repeated type once", async () => {
+    const t = await tenant();
+    expect((await createEndpoint(t, { events: ["subscriber.created", "*", "subscriber.created"] })).events).toEqual(["*"]);
+    expect((await createEndpoint(t, { events: ["subscriber.created", "campaign.sent", "subscriber.created"] })).events).toEqual(["subscriber.created", "campaign.sent"]);
+  });
+
   it("rejects non-https URLs and unknown event types, naming the field; takes scheme and host in any case", async () => {
     const t = await tenant();
     const bad = async (body: Record<string, unknown>, param: string) => {
@@ -112,6 +143,10 @@ describe("webhook endpoints", () => {
     await bad({ url: "ftp://example.com/hook" }, "url");
     await bad({ url: "not a url" }, "url");
     await bad({ url: "https://user:pw@example.com/hook" }, "url");
+    await bad({ url: "https://example.com/hook#part" }, "url");
+    await bad({ url: "https://example.com/a hook" }, "url");
+    await bad({ url: `https://example.com/${"a".repeat(2049 - "https://example.com/".length)}` }, "url");
+    await bad({ description: "d".repeat(501) }, "description");
     await bad({ events: ["subscriber.created", "subscriber.exploded"] }, "events[1]");
     await bad({ events: [] }, "events");
     // Development receivers on this machine are fine with a test credential.
@@ -119,6 +154,11 @@ describe("webhook endpoints", () => {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url, events: ["*"] } });
       expect(res.status, res.text).toBe(201);
     }
+    // The limits themselves are fine.
+    const longest = `https://example.com/${"a".repeat(2048 - "https://example.com/".length)}`;
+    const atLimits = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: longest, events: ["*"], description: "d".repeat(500) } });
+    expect(atLimits.status, atLimits.text).toBe(201);
+    expect(atLimits.body.data.url).toBe(longest);
   });
 
   it("with a live credential in local development, accepts this machine's addresses and rejects private, link-local and unique-local ones", async () => {
