@@ -22,7 +22,7 @@ export const cursorCodec = (signer: Signer): CursorCodec => ({
     return `${payload}.${await signer.sign(PURPOSE, `${scope}|${payload}`)}`;
   },
   async decode(scope, cursor) {
-    const invalid = new ApiError("invalid_cursor", "after is not a cursor issued for this list with these filters (pass the same filters on every page)", { param: "after" });
+    const invalid = new ApiError("invalid_cursor", "after is not a cursor issued for this list with these filters (pass the same filters on every page, or read the list again from its start, without after)", { param: "after" });
     // Cursors this service issues are well under this; a longer one is not worth decoding.
     if (cursor.length > MAX_CURSOR_LENGTH) throw invalid;
     const [payload, signature, ...rest] = cursor.split(".");
