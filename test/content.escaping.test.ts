@@ -14,6 +14,17 @@ describe("escaping by place in the markup", () => {
     expect(m.subject).toBe("Hi <b>Bob</b>");
   });
 
+  it("escaping html's outputs takes nothing from the render's allocation budget: what saved renders for longer values too", () => {
+    // Saved with the sample subscriber; a real one with a 200-character name makes 600,000 characters
+    // of escaped output, within html's 2 MiB cap, as the text part of the same template is.
+    const template = "<p>{{ subscriber.name }}</p>\n".repeat(3_000);
+    expect(() => validateCampaignContent(content({ html: template, text: template }))).not.toThrow();
+    const long = { ...bob, name: "N".repeat(199) + "&" };
+    const m = render({ html: template, text: template }, long);
+    expect(m.html?.split("N".repeat(199) + "&amp;")).toHaveLength(3_001);
+    expect(m.text?.split("N".repeat(199) + "&")).toHaveLength(3_001);
+  });
+
   it("an explicit escape in html escapes once, not twice", () => {
     const m = render({ html: '<p>{{ subscriber.name | escape }} {{ "a&b" | escape_once }}</p>', text: "x {{ unsubscribe_url }}" });
     expect(m.html).toContain("<p>&lt;b&gt;Bob&lt;/b&gt; a&amp;b</p>");
