@@ -1,13 +1,24 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { unstable_readConfig } from "wrangler";
 // @ts-expect-error: a plain .mjs script, shared with wrangler's [build] command, without type declarations.
 import { prepareDocsAssets } from "./scripts/docs-assets.mjs";
+
+type QueueConsumer = { queue: string; max_batch_size?: number; max_retries?: number; dead_letter_queue?: string };
 
 export default defineConfig(async () => {
   // The same folder drizzle-kit writes and wrangler applies.
   const migrations = await readD1Migrations("./migrations");
   // wrangler.toml's [assets] folder must exist before the worker starts (the test plugin does not run [build]).
   prepareDocsAssets();
+  // The queues' consumers as wrangler.toml deploys them (batch sizes, retries, dead-letter queues),
+  // but that no test waits for a batch to fill: every batch timeout 0.
+  const queueConsumers = Object.fromEntries(
+    unstable_readConfig({ config: "./wrangler.toml" }).queues.consumers.map((c: QueueConsumer) => [
+      c.queue,
+      { maxBatchSize: c.max_batch_size, maxRetries: c.max_retries, deadLetterQueue: c.dead_letter_queue, maxBatchTimeout: 0 },
+    ]),
+  );
   return {
     test: {
       // The one-line-per-request access log is noise in test output; errors still print.
@@ -27,13 +38,7 @@ export default defineConfig(async () => {
                   RATE_LIMITER: { namespace_id: "1001", simple: { limit: 300, period: 60 } },
                   PUBLIC_RATE_LIMITER: { namespace_id: "1002", simple: { limit: 40, period: 60 } },
                 },
-                queueConsumers: {
-                  "newsletter-send": { maxBatchTimeout: 0, maxRetries: 10, deadLetterQueue: "newsletter-send-dlq" },
-                  "newsletter-deliveries": { maxBatchTimeout: 0, maxRetries: 10, deadLetterQueue: "newsletter-send-dlq" },
-                  "newsletter-send-dlq": { maxBatchTimeout: 0 },
-                  "newsletter-webhooks": { maxBatchTimeout: 0, maxRetries: 5, deadLetterQueue: "newsletter-webhooks-dlq" },
-                  "newsletter-webhooks-dlq": { maxBatchTimeout: 0 },
-                },
+                queueConsumers,
               },
             }),
           ],

@@ -122,6 +122,20 @@ describe("rendering by steps gives what liquidjs's renderer gives", () => {
     expect(() => renderMessage(withSteps, long, URL)).toThrow(/subject: .*more than 998 characters|more than 998 characters/);
     expect(() => renderMessage(without, long, URL)).toThrow(/more than 998 characters/);
   });
+
+  it("caps text at 1 MiB and html at 2 MiB of output, both ways, whatever the allocation budget", () => {
+    const named = { ...(recipients[0] as Recipient), name: "n".repeat(200) };
+    // A pass prints 200 characters per output: 1,000 passes of k outputs make k × 200,000 characters.
+    const loop = (outputs: number) => `{% for i in (1..1000) %}${"{{ subscriber.name }}".repeat(outputs)}{% endfor %}`;
+    const cases = [
+      { within: { text: loop(5) }, over: { text: loop(6) }, error: /more than 1048576 characters/ },
+      { within: { html: loop(10), text: "Hi" }, over: { html: loop(11), text: "Hi" }, error: /more than 2097152 characters/ },
+    ];
+    for (const { within, over, error } of cases) {
+      for (const compiled of Object.values(both(content(within)))) expect(() => renderMessage(compiled, named, URL)).not.toThrow();
+      for (const compiled of Object.values(both(content(over)))) expect(() => renderMessage(compiled, named, URL)).toThrow(error);
+    }
+  });
 });
 
 // Templates drawn at random from the pieces a campaign is made of: text with html's special

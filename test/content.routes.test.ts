@@ -214,6 +214,10 @@ describe("preview", () => {
     const other = await tenant("Other");
     const theirs = await other.call("POST", `${other.ws}/subscribers`, { body: { email: "eve@example.com" } });
     expectError(await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`, { body: { subscriber_id: theirs.body.data.id } }), 400, "resource_missing", "subscriber_id");
+    // An id no subscriber has, or one of no subscriber's shape: the same answer.
+    for (const unknown of ["sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T", "whatever"]) {
+      expectError(await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`, { body: { subscriber_id: unknown } }), 400, "resource_missing", "subscriber_id");
+    }
     expectError(await t.call("POST", `${t.ws}/campaigns/cmp_0000000000000000000000000A/preview`), 404, "not_found");
   });
 });
@@ -269,9 +273,11 @@ describe("test send", () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.object).toBe("test_send");
     expect(res.body.data.results).toEqual([
-      { email: "a@example.com", status: "sent", provider_message_id: expect.stringMatching(/^sandbox_/), error: null },
-      { email: "b@example.com", status: "sent", provider_message_id: expect.stringMatching(/^sandbox_/), error: null },
+      { email: "a@example.com", status: "sent", provider_message_id: expect.stringMatching(/^sandbox_tmsg_[0-9A-Z]{26}$/), error: null },
+      { email: "b@example.com", status: "sent", provider_message_id: expect.stringMatching(/^sandbox_tmsg_[0-9A-Z]{26}$/), error: null },
     ]);
+    // Each message an id of its own, never a delivery's: a client joining provider ids to deliveries matches none.
+    expect(res.body.data.results[0].provider_message_id).not.toBe(res.body.data.results[1].provider_message_id);
     expect((await t.call("GET", `${t.ws}/campaigns/${c.id}/deliveries`)).body.data).toEqual([]);
     expect((await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data.status).toBe("draft");
     // This deployment has no RESEND_API_KEY: naming resend is a 400 under a test credential too.

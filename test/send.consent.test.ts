@@ -70,6 +70,23 @@ describe("a campaign saved under earlier checks that today's refuse", () => {
     for (const d of deliveries) expect(d).toMatchObject({ status: "failed", attempts: 0, error: { code: "render_failed", message: expect.stringContaining("inside <script>") } });
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 3, delivered: 0, failed: 3 } });
   });
+
+  it("test-sends as a 400 naming the field; through the sandbox, sends as render_failed messages too, and the campaign fails at once", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 3);
+    const campaign = await createCampaign(h.t);
+    await env.DB.prepare("UPDATE campaigns SET html = ? WHERE id = ?").bind('<p>Hi</p><script>var n = "{{ subscriber.name }}";</script>', campaign.id).run();
+    const test = await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/test`, { body: { emails: ["me@example.com"] } });
+    expectError(test, 400, "validation_failed", "html");
+    expect(test.body.error.message).toContain("inside <script>");
+    const op = await send(h.t, campaign.id, {});
+    await h.drain();
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries).toHaveLength(3);
+    for (const d of deliveries) expect(d).toMatchObject({ status: "failed", attempts: 0, provider_message_id: null, error: { code: "render_failed", message: expect.stringContaining("inside <script>") } });
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", integration_slug: "sandbox", progress: { total: 3, delivered: 0, failed: 3 } });
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("failed");
+  });
 });
 
 describe("consent at delivery time", () => {

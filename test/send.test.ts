@@ -1,8 +1,9 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { call, createCredential, expectError, seedSubscribers, tenant } from "./helpers";
 import { allDeliveries, createCampaign, createSegment, sendCampaign, waitForOperation } from "./send.fixtures";
 import { harness, operationOf, send } from "./send.harness";
+import { mockResend } from "./resend.mock";
 
 describe("send, end to end through the queue", () => {
   it("reaches every active subscriber exactly once and never an unsubscribed one", async () => {
@@ -31,6 +32,24 @@ describe("send, end to end through the queue", () => {
 });
 
 describe("send over HTTP", () => {
+  it("a send with no recipients succeeds with total 0, through either integration, and the campaign is sent", async () => {
+    const resend = mockResend();
+    for (const slug of ["sandbox", "resend"]) {
+      const h = await harness("live");
+      // Subscribers, none of them mailable: nobody is in the audience.
+      await seedSubscribers(h.t.workspace.id, 3, (i) => ({ status: ["unsubscribed", "bounced", "pending"][i] }));
+      const campaign = await createCampaign(h.t);
+      const op = await send(h.t, campaign.id, { integration_slug: slug });
+      await h.drain();
+      expect(await operationOf(h.t, op.id), slug).toMatchObject({ status: "succeeded", progress: { total: 0, delivered: 0, failed: 0 }, error: null });
+      const after = (await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data;
+      expect(after).toMatchObject({ status: "sent", sent_at: expect.stringMatching(/Z$/) });
+      expect(await allDeliveries(h.t, campaign.id)).toEqual([]);
+    }
+    expect(resend.calls).toEqual([]);
+    vi.restoreAllMocks();
+  });
+
   it("narrows the audience by the segment: tags_any, tags_all, and both", async () => {
     const t = await tenant();
     const tagsOf = (i: number) => [i % 2 === 0 ? "even" : "odd", ...(i % 3 === 0 ? ["three"] : []), ...(i % 5 === 0 ? ["five"] : [])];
