@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { credentialCacheFor } from "../src/credentials/credential-cache";
 import { hashToken } from "../src/credentials/tokens";
@@ -117,6 +118,33 @@ describe("authentication", () => {
     expectError(await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV }), 401, "invalid_credential");
   });
 
+  it("refuses a credential revoked elsewhere once its cached lookup is a minute old", async () => {
+    const t = await tenant();
+    // The location's cache keeps a lookup 60 s.
+    const put = vi.spyOn(caches.default, "put");
+    try {
+      expect((await t.call("GET", "/v1/workspaces")).status).toBe(200);
+      const response = put.mock.calls[0]?.[1] as Response | undefined;
+      expect(response?.headers.get("cache-control")).toBe("max-age=60");
+    } finally {
+      put.mockRestore();
+    }
+    // The instance's memory (workers.dev) as long: a revocation another instance made (no tombstone
+    // here) is honoured from the cached row's first minute on.
+    expect((await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV })).status).toBe(200);
+    await env.DB.prepare("UPDATE credentials SET revoked_at = ?1 WHERE id = ?2").bind(Date.now(), t.credential.id).run();
+    expect((await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV })).status).toBe(200);
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 59_000);
+      expect((await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV })).status).toBe(200);
+      vi.setSystemTime(Date.now() + 2_000);
+      expectError(await t.call("GET", "/v1/workspaces", { origin: WORKERS_DEV }), 401, "invalid_credential");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("gives live and test credentials the same view of a workspace", async () => {
     const t = await tenant("Shared", "test");
     const live = await createCredential([t.workspace.id], { mode: "live" });
@@ -203,6 +231,11 @@ describe("rate limiting", () => {
     // Within its limit these were a 403 and a 404; over it, both are the 429.
     expectError(await call("POST", `/v1/workspaces/${ws.id}/campaigns`, { token: reader.token, body: {} }), 429, "rate_limited");
     expectError(await call("GET", `/v1/workspaces/${elsewhere.id}/subscribers`, { token: reader.token }), 429, "rate_limited");
+    // Retry-After counts in the period RATE_LIMIT_PERIOD names (the [[ratelimits]] period).
+    const before = secondsLeftInWindow(10, Date.now());
+    const tenSeconds = await call("GET", `/v1/workspaces/${ws.id}/subscribers`, { token: reader.token, env: { RATE_LIMIT_PERIOD: "10" } });
+    expectError(tenSeconds, 429, "rate_limited");
+    expect([before, secondsLeftInWindow(10, Date.now())]).toContain(Number(tenSeconds.headers.get("retry-after")));
   });
 
   it("tells the seconds left in the window: never 0, never more than the period", () => {

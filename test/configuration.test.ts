@@ -144,6 +144,9 @@ describe("configuration problems", () => {
       const send = await configured("POST", `${t.ws}/campaigns/${campaign.id}/send`, t.token, {});
       expect(send.status, value).toBe(503);
       expect(send.body.error.code).toBe("configuration_error");
+      const test = await configured("POST", `${t.ws}/campaigns/${campaign.id}/test`, t.token, { emails: ["me@example.com"] });
+      expect(test.status, value).toBe(503);
+      expect(test.body.error).toMatchObject({ code: "configuration_error", message: expect.stringContaining("PUBLIC_BASE_URL") });
     }
     expect((await call("GET", `${t.ws}/campaigns/${campaign.id}`, { token: t.token })).body.data.status).toBe("draft");
     // An origin with a trailing slash is the origin.
