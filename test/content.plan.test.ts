@@ -265,5 +265,13 @@ describe("a campaign is compiled once per isolate for the same content", () => {
     // Another campaign with the same content is compiled on its own.
     expect(composerFor({ ...context, campaignId: "cmp_01JCOMPILEDONCE00000000001" }, environment, signer).compiled).not.toBe(first.compiled);
   });
+
+  it("keeps the last 8 campaigns it used: a long-lived isolate that serves many holds no more", () => {
+    const of = (i: number) => ({ ...context, campaignId: `cmp_01JCOMPILEDKEPT${String(i).padStart(11, "0")}` });
+    const compiled = Array.from({ length: 9 }, (_, i) => composerFor(of(i), environment, signer).compiled);
+    // The eight used last are kept; the first, used least recently, was forgotten.
+    for (let i = 8; i >= 1; i--) expect(composerFor(of(i), environment, signer).compiled, `campaign ${i}`).toBe(compiled[i]);
+    expect(composerFor(of(0), environment, signer).compiled).not.toBe(compiled[0]);
+  });
 });
 

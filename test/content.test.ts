@@ -241,6 +241,11 @@ describe("rendering", () => {
     expect(headOnly).toMatch(/^<!DOCTYPE html><html><head><title>t<\/title><\/head><div style="display:none;[^"]*">Peek(?:\n?&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/s);
     const doctypeOnly = render({ preheader: "Peek", html: "<!doctype html><p>hi</p>" }).html ?? "";
     expect(doctypeOnly).toMatch(/^<!doctype html><div style="display:none;[^"]*">Peek(?:\n?&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p>/);
+    // An <html> without head or body: after <html>, and the footer before </html>; a bare fragment: first, and at the end.
+    const htmlOnly = render({ preheader: "Peek", html: "<html><p>hi</p></html>" }).html ?? "";
+    expect(htmlOnly).toMatch(/^<html><div style="display:none;[^"]*">Peek(?:\n?&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p><div [^>]*>.*Unsubscribe.*<\/div><\/html>$/s);
+    const fragment = render({ preheader: "Peek", html: "<p>hi</p>" }).html ?? "";
+    expect(fragment).toMatch(/^<div style="display:none;[^"]*">Peek(?:\n?&#847;&zwnj;&nbsp;)+<\/div><p>hi<\/p><div [^>]*>.*Unsubscribe.*<\/div>$/s);
     // A body closed inside a branch: the footer goes to the top level, shown whichever way it goes.
     const branched = render({ preheader: "Peek", html: "<html><body><p>x</p>{% if subscriber.name %}</body>{% else %}</body>{% endif %}</html>" }).html ?? "";
     expect(branched).toMatch(pre);
@@ -403,5 +408,8 @@ describe("rendering", () => {
 
   it("renders the sample subscriber", () => {
     expect(render({ subject: "{{ subscriber.name }} <{{ subscriber.email }}>" }, SAMPLE_RECIPIENT).subject).toBe("Sample Subscriber <subscriber@example.com>");
+    // Tagged `sample`, so a preview shows a tag branch; location and source empty.
+    const fields = '{{ subscriber.tags | join: "," }}|{{ subscriber.location }}|{{ subscriber.source }}|{% if subscriber.tags contains "sample" %}tagged{% endif %}';
+    expect(render({ subject: fields }, SAMPLE_RECIPIENT).subject).toBe("sample|||tagged");
   });
 });
