@@ -172,6 +172,9 @@ describe("configuration problems", () => {
     }
     expect((await resend({ RESEND_MAX_RPS: "1e9" })("GET", "/health")).body.checks.resend).toEqual({ status: "warning", message: expect.stringMatching(/^RESEND_MAX_RPS \(1e9\) is more requests a second than a Resend account is granted/) });
     expect((await resend({ RESEND_MAX_RPS: "10" })("GET", "/health")).body.checks.resend.status).toBe("ok");
+    // 100 a second is the most an account is granted; above it, a warning.
+    expect((await resend({ RESEND_MAX_RPS: "100" })("GET", "/health")).body.checks.resend.status).toBe("ok");
+    expect((await resend({ RESEND_MAX_RPS: "101" })("GET", "/health")).body.checks.resend.status).toBe("warning");
     const badUrl = resend({ RESEND_BASE_URL: "not a url" });
     const health = await badUrl("GET", "/health");
     expect(health.status).toBe(503);
@@ -277,5 +280,8 @@ describe("configuration problems", () => {
     const admin = await withEnv({ ADMIN_TOKEN: "abc" })("GET", "/health");
     expect(admin.body.checks.secrets.message).toMatch(/^ADMIN_TOKEN is shorter than 32 characters and can be guessed \(it opens the operator API, which has no rate limit\)/);
     expect(admin.body.checks.secrets.message).not.toContain("CURSOR_SECRET");
+    // The key a rotation keeps for old cursors is held to the same length.
+    const previous = await withEnv({ CURSOR_SECRET_PREVIOUS: "short" })("GET", "/health");
+    expect(previous.body.checks.secrets).toEqual({ status: "warning", message: expect.stringMatching(/^CURSOR_SECRET_PREVIOUS is shorter than 32 characters/) });
   });
 });
