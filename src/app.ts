@@ -13,7 +13,7 @@ import { API_TITLE, docsRouter } from "./docs/docs.handlers";
 import { createRouter } from "./lib/create-app";
 import { routeName } from "./lib/route";
 import { authenticate, rateLimit } from "./middleware/auth";
-import { jsonBody, requestContext } from "./middleware/request-context";
+import { requestContext } from "./middleware/request-context";
 import { newslettersRouter } from "./newsletters/newsletters.handlers";
 import { operationsRouter } from "./operations/operations.handlers";
 import { segmentsRouter } from "./segments/segments.handlers";
@@ -73,7 +73,7 @@ export const createApp = () => {
   // Resend's delivery feedback: public, verified by its Svix signature (src/feedback/).
   app.route("/", resendWebhookRouter);
 
-  app.use("/admin/*", operatorAuth, jsonBody);
+  app.use("/admin/*", operatorAuth);
   app.route("/", adminRouter);
 
   // "/workspaces/*" also matches "/workspaces" itself. Each route's own chain (src/lib/route.ts)

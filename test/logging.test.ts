@@ -3,7 +3,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createApp } from "../src/app";
 import { maskTokenPaths } from "../scripts/token-paths.mjs";
-import { call, tenant } from "./helpers";
+import { ADMIN_TOKEN, call, tenant } from "./helpers";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -58,6 +58,29 @@ describe("access log", () => {
     expect(lines.join("\n")).not.toContain(token);
   });
 
+  it("never logs a link's token in any shape it may arrive in, and names only the link routes that exist", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+    vi.spyOn(console, "warn").mockImplementation((line: unknown) => void lines.push(String(line)));
+    const token = "AQ".padEnd(66, "x");
+    const shapes = [`/U/${token}`, `//u/${token}`, `/v1//u/${token}`, `/%55/${token}`, `/%75/${token}`, `/u%2F${token}`, `/C/${token}`, `/u/${token}/RESUBSCRIBE`];
+    for (const path of shapes) await call("GET", path);
+    // A token pasted under another path.
+    await call("GET", `/unsubscribe/${token}`);
+    // A method the link routes do not answer: no route of that name exists.
+    await call("PUT", `/u/${token}`);
+    const logged = lines.map((line) => JSON.parse(line));
+    expect(logged).toHaveLength(shapes.length + 2);
+    expect(lines.join("\n")).not.toContain(token.slice(2, 42));
+    for (const line of logged.slice(0, shapes.length)) expect(line.path).toMatch(/^(\/v1)?\/+[uUcC]\/\{token\}(\/resubscribe)?$/);
+    expect(logged.at(-2)).toMatchObject({ path: "/unsubscribe/{token}", route: null, status: 404 });
+    expect(logged.at(-1)).toMatchObject({ path: "/u/{token}", route: null, status: 405 });
+    // npm run dev's filter, over wrangler's lines of the same requests.
+    const wrangler = shapes.map((path) => `[wrangler:info] GET ${path} 404 Not Found (3ms)`).join("\n");
+    expect(maskTokenPaths(wrangler)).not.toContain(token.slice(2, 42));
+    expect(maskTokenPaths(`[wrangler:info] GET /unsubscribe/${token} 404 Not Found (3ms)`)).toBe("[wrangler:info] GET /unsubscribe/{token} 404 Not Found (3ms)");
+  });
+
   it("npm run dev's filter masks the tokens in wrangler's request lines and leaves the service's own lines whole", async () => {
     const lines: string[] = [];
     vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
@@ -94,13 +117,38 @@ describe("access log", () => {
     vi.spyOn(console, "warn").mockImplementation((line: unknown) => void warned.push(String(line)));
     for (const path of ["/health", "/v1/openapi.json", "/docs", "/docs/init.js"]) await call("GET", path);
     await call("GET", "/v1/workspaces");
+    // The operator API names the route of a body it refuses; Resend's feedback route is named where it exists.
+    await call("POST", "/admin/workspaces", { token: ADMIN_TOKEN, raw: "{", headers: { "content-type": "application/json" } });
+    await call("POST", "/admin/workspaces", { raw: "{}", headers: { "content-type": "application/json" } });
+    await call("POST", "/webhooks/resend", { raw: "{}", headers: { "content-type": "application/json" }, env: { RESEND_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" } });
+    await call("POST", "/webhooks/resend", { raw: "{}", headers: { "content-type": "application/json" } });
     expect([...lines, ...warned].map((line) => JSON.parse(line)).map((l) => [l.path, l.route, l.status])).toEqual([
       ["/health", "GET /health", 200],
       ["/openapi.json", "GET /openapi.json", 200],
       ["/docs", "GET /docs", 200],
       ["/docs/init.js", "GET /docs/init.js", 200],
       ["/workspaces", null, 401],
+      ["/admin/workspaces", "POST /admin/workspaces", 400],
+      ["/admin/workspaces", null, 401],
+      ["/webhooks/resend", "POST /webhooks/resend", 401],
+      ["/webhooks/resend", null, 404],
     ]);
+  });
+
+  it("writes no email address, not even one a provider's error message quotes", async () => {
+    const t = await tenant("Acme", "live", { RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000" });
+    const newsletter = (await t.call("POST", `${t.ws}/newsletters`, { body: { name: "N", from_email: "sender.person@example.com" } })).body.data;
+    const campaign = (await t.call("POST", `${t.ws}/campaigns`, { body: { newsletter_id: newsletter.id, subject: "S" } })).body.data;
+    const lines: string[] = [];
+    for (const method of ["log", "warn", "error"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
+    vi.spyOn(globalThis, "fetch").mockImplementation(async () =>
+      Response.json({ name: "application_error", message: 'Invalid `to` field: ["quoted.person@example.com"]' }, { status: 500 }),
+    );
+    const res = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/test`, { body: { emails: ["quoted.person@example.com"], integration_slug: "resend" } });
+    expect(res.status, res.text).toBe(503);
+    const access = lines.map((line) => JSON.parse(line)).find((line) => line.status === 503);
+    expect(access).toMatchObject({ level: "warn", event: "request", warning: expect.stringContaining('["[address]"]') });
+    expect(lines.join("\n")).not.toContain("@example.com");
   });
 
   it("prints a server error's line with console.error, so a filter on the error level finds it", async () => {

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { log } from "../lib/log";
 import type { AppEnv } from "../lib/types";
 import { ApiError } from "./api-error";
 import { configurationProblemOf } from "./configuration";
@@ -36,7 +37,7 @@ export const renderError = (c: Context<AppEnv>, thrown: unknown): Response => {
   if (err.code === "provider_unavailable") c.set("warning", err.message);
   else if (!(thrown instanceof ApiError) || err.status >= 500) {
     // Its own description: the stack, without what a client sent.
-    console.error(JSON.stringify({ level: "error", event: "request_failed", request_id: c.get("requestId"), code: err.code, error: describeForLog(thrown) }));
+    log("error", "request_failed", { request_id: c.get("requestId"), code: err.code, error: describeForLog(thrown) });
   }
   for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value);
   c.header("Request-Id", c.get("requestId"));

@@ -78,6 +78,8 @@ const toEvent = (svixId: string, parsed: unknown, now: number): FeedbackEvent =>
 export const resendWebhookRouter = new Hono<AppEnv>().post("/webhooks/resend", async (c) => {
   const secret = c.env.RESEND_WEBHOOK_SECRET;
   if (!secret) throw noRoute("POST", new URL(c.req.url).pathname);
+  // Named for the access log only where the route exists (without the secret it is an unknown path).
+  c.set("route", "POST /webhooks/resend");
   const bytes = await readCapped(c, MAX_WEBHOOK_BYTES);
   const body = new TextDecoder().decode(bytes);
   const parsed = verify(secret, c.req.raw.headers, body);

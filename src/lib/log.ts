@@ -10,9 +10,18 @@ const writers: Record<Level, (line: string) => void> = {
 /** What a log line says of an error: its name and message (never a stack). */
 const describeError = (err: unknown) => (err instanceof Error ? { name: err.name, message: err.message } : String(err));
 
-/** One JSON line, printed at its level: the level, the event, its fields, and the error (if any). */
+/**
+ * An email address, wherever a line would carry one (a provider's message quoting a recipient, a
+ * driver's error quoting a value): personal data that has no place in a log store.
+ */
+const ADDRESS = /[\w.%+-]+@[\w-]+\.[\w.-]+/g;
+
+/**
+ * One JSON line, printed at its level: the level, the event, its fields, and the error (if any),
+ * every email address in it written `[address]`.
+ */
 export const log = (level: Level, event: string, fields: Record<string, unknown>, err?: unknown): void =>
-  writers[level](JSON.stringify({ level, event, ...fields, ...(err !== undefined && { error: describeError(err) }) }));
+  writers[level](JSON.stringify({ level, event, ...fields, ...(err !== undefined && { error: describeError(err) }) }).replace(ADDRESS, "[address]"));
 
 export const logError = (event: string, fields: Record<string, unknown>, err?: unknown): void => log("error", event, fields, err);
 

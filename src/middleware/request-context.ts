@@ -47,7 +47,7 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     method: c.req.method,
     route: c.get("route") ?? linkRoute(c.req.method, c.req.path) ?? null,
     // A link's token (unsubscribe, confirmation) is the only authority over its subscriber's consent: never logged.
-    path: c.req.path.replace(LINK_TOKEN, "$1{token}$2"),
+    path: loggedPath(c.req.path),
     status,
     duration_ms: Date.now() - started,
     db_calls: trips.db.calls,
@@ -58,16 +58,35 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   log(level, "request", line);
 });
 
-/**
- * The token of a link's path (`/u/{token}`, `/v1/u/{token}/resubscribe`, `/c/{token}`): everything
- * after `/u/` but a final `/resubscribe` or `/`, so an altered link with slashes in it shows none of it either.
- */
-const LINK_TOKEN = /^((?:\/v1)?\/[uc]\/).*?(\/resubscribe\/?|\/)?$/;
+/** A path segment long enough to be a link's token (66 characters; the ids the service makes are at most 31). */
+const TOKEN_SHAPED = /^[A-Za-z0-9_-]{40,}$/;
 
-/** The link routes' names for the log (they are not apiRoutes). */
+/**
+ * The path as the log shows it: a link's token never, in whatever shape the link arrives (the path
+ * segment after a `u` or `c` segment in any letter case, with slashes doubled or escaped, and every
+ * segment after it but a final `resubscribe`), nor any token-shaped segment anywhere (a link pasted
+ * under another path).
+ */
+export const loggedPath = (path: string): string => {
+  const segments = path.split("/").flatMap((segment) => {
+    try {
+      return decodeURIComponent(segment).split("/");
+    } catch {
+      return [segment];
+    }
+  });
+  const link = segments.findIndex((s, i) => i < segments.length - 1 && /^[uc]$/i.test(s));
+  if (link >= 0) {
+    const tail = segments.length - link > 2 && /^resubscribe$/i.test(segments.at(-1) ?? "") ? "/resubscribe" : "";
+    return `${segments.slice(0, link + 1).join("/")}/{token}${tail}`;
+  }
+  return segments.some((s) => TOKEN_SHAPED.test(s)) ? segments.map((s) => (TOKEN_SHAPED.test(s) ? "{token}" : s)).join("/") : path;
+};
+
+/** The link routes' names for the log (they are not apiRoutes): only for the methods they answer. */
 const linkRoute = (method: string, path: string): string | undefined => {
   const m = /^(?:\/v1)?\/(?:(u)\/[^/]+(\/resubscribe)?|(c)\/[^/]+)\/?$/.exec(path);
-  if (!m) return undefined;
+  if (!m || (method !== "GET" && method !== "POST") || (m[2] && method !== "POST")) return undefined;
   return m[3] ? `${method} /c/{token}` : `${method} /u/{token}${m[2] ?? ""}`;
 };
 
