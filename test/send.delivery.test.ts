@@ -202,9 +202,15 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
 
   it("gives up on a provider answering 500 forever: deliveries failed (outcome unknown: a request that failed may have been taken), operation and campaign failed", async () => {
     const { h, resend, campaign, op } = await resendSend({ recipients: 2, faults: Array.from({ length: 100 }, () => ({ kind: "status" as const, status: 500, name: "internal_server_error" })) });
+    const warned: string[] = [];
+    vi.spyOn(console, "warn").mockImplementation((line: unknown) => void warned.push(String(line)));
     await h.drain();
 
     expect(resend.calls).toHaveLength(TRIES_PER_STEP * MAX_DELIVERY_ATTEMPTS);
+    // Each retry says why, at warn: the provider's trouble, not the service's.
+    const retries = warned.map((line) => JSON.parse(line)).filter((line) => line.event === "delivery_retry");
+    expect(retries).toHaveLength(MAX_DELIVERY_ATTEMPTS - 1);
+    expect(retries[0]).toMatchObject({ level: "warn", operation_id: op.id, deliveries: 2, attempt: 1, retry_after_seconds: expect.any(Number), error: { message: expect.stringContaining("Resend answered 500") } });
     for (const d of await allDeliveries(h.t, campaign.id)) {
       expect(d).toMatchObject({ status: "failed", attempts: MAX_DELIVERY_ATTEMPTS, error: { code: "outcome_unknown", message: expect.stringContaining("Resend answered 500") } });
     }

@@ -1,5 +1,6 @@
 import { TemplateError } from "../content";
 import { backoffSeconds } from "../lib/backoff";
+import { log } from "../lib/log";
 import { ByteBudget, type InvocationBudget, Turns } from "../lib/byte-budget";
 import { sha256Hex } from "../lib/crypto";
 import { type BatchMember, type Settlement, settleBatch, settleExpiredKey, settleWithoutProvider } from "./batch-settlement";
@@ -117,7 +118,12 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
   await recordDeliveryResults(deps.d1, op, results, deps.now(), { ids: rows.map((row) => row.id), seq: settled.lastSeq });
 
   // The batch is asked again by the retried message (its rows still queued, so under the same key).
-  if (results.retry.length > 0) return { retryAfterSeconds: Math.max(settled.retryAfterSeconds ?? 0, backoffSeconds(attempt.attempts)) };
+  if (results.retry.length > 0) {
+    const retryAfterSeconds = Math.max(settled.retryAfterSeconds ?? 0, backoffSeconds(attempt.attempts));
+    // The provider's trouble, not the service's: a warning saying what it answered (the deliveries keep it too).
+    log("warn", "delivery_retry", { operation_id: op.id, deliveries: results.retry.length, attempt: attempt.attempts, retry_after_seconds: retryAfterSeconds, error: results.retry[0]?.error });
+    return { retryAfterSeconds };
+  }
   // Settled, with members held for a batch of their own: the same range again reads only them.
   if (results.held.length > 0) await enqueue(deps, [{ type: "deliver", operation_id: op.id, from, to }]);
   // The range holds more than this chunk (the sweeper's whole-campaign restart, say): continue after it.
