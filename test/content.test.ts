@@ -67,13 +67,22 @@ describe("rendering", () => {
     expect(Math.max(...(full.html ?? "").split("\n").map((line) => line.length))).toBeLessThan(998);
   });
 
+  it("keeps the footer's sentence and its Unsubscribe link in their own direction, whatever the newsletter's name holds", () => {
+    // An override left open in the name reversed the rest of the footer: "… Weekly ebircsbusnU .news".
+    const rlo = { name: "Weekly \u202Eswen \u2067x \u200Fעברית", address: null };
+    const m = renderMessage(compileCampaign(content({ html: "<p>x</p>" }), rlo), bob, URL);
+    expect(m.html).toContain("you subscribed to <bdi>Weekly swen x \u200Fעברית</bdi>. <a href=");
+    expect(m.text).toContain("you subscribed to Weekly swen x \u200Fעברית.\nUnsubscribe: ");
+    for (const part of [m.html, m.text]) expect(part).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
+  });
+
   it("puts no line break or control character into the Subject, whichever source it comes from; the footer names the newsletter on one line", () => {
     // A name stored before names had to be one line: the fallback subject is folded like a rendered one.
     const crlf = { name: "Line one\r\nBcc: x@example.com", address: null };
     const m = renderMessage(compileCampaign(content({ subject: "{{ subscriber.location }}", html: "<p>x</p>" }), crlf), { ...bob, location: null }, URL);
     expect(m.subject).toBe("Line one Bcc: x@example.com");
     expect(m.text).toContain("you subscribed to Line one Bcc: x@example.com.\n");
-    expect(m.html).toContain("you subscribed to Line one Bcc: x@example.com.");
+    expect(m.html).toContain("you subscribed to <bdi>Line one Bcc: x@example.com</bdi>.");
     for (const name of ["A\u2028B", "A\u0085B", "A\rB", "A\nB"]) {
       expect(renderMessage(compileCampaign(content({ subject: "{{ subscriber.name }}" }), { name, address: null }), { ...bob, name: null }, URL).subject).toBe("A B");
     }
@@ -129,7 +138,7 @@ describe("rendering", () => {
     expect(footer).not.toMatch(/(?<!-)color:#/);
     expect(footer).toMatch(/opacity:0\.75/);
     expect(footer).toContain('style="color:inherit;text-decoration:underline">Unsubscribe</a>');
-    expect(footer).toContain("You’re receiving this email because you subscribed to Weekly Notes.");
+    expect(footer).toContain("You’re receiving this email because you subscribed to <bdi>Weekly Notes</bdi>.");
     expect(m.text).toContain("\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\n");
   });
 

@@ -48,6 +48,39 @@ describe("POST /workspaces/{workspace_id}/subscribers", () => {
     expect(segment.body.data.filter.tags_any).toEqual(["caf\u00e9"]);
   });
 
+  it("holds a tag to 40 characters as kept too: one that grows in NFC past it is refused, so any tag read back can be written back", async () => {
+    const t = await tenant();
+    // U+FB2A (a Hebrew letter with its dot) is two characters in NFC: 40 of them would be kept as 80.
+    const grows = "\uFB2A".repeat(40);
+    const refused = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "shin@example.com", tags: [grows] } });
+    expectError(refused, 400, "validation_failed", "tags[0]");
+    expect(refused.body.error.message).toBe("tags[0] must be at most 40 characters in Unicode NFC, as tags are kept (it has 80)");
+    const fits = "\uFB2A".repeat(20);
+    const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "shin@example.com", tags: [fits] } });
+    expect(created.status, created.text).toBe(201);
+    const [kept] = created.body.data.tags;
+    expect([...kept]).toHaveLength(40);
+    // Written back as read: a 200 no-op; as a filter and in a segment, the same tag.
+    const same = await t.call("PATCH", `${t.ws}/subscribers/${created.body.data.id}`, { body: { tags: [kept] } });
+    expect(same.status, same.text).toBe(200);
+    expect(same.body.data).toEqual(created.body.data);
+    expect((await t.call("GET", `${t.ws}/subscribers?tag=${encodeURIComponent(kept)}`)).body.data).toHaveLength(1);
+    expect((await t.call("POST", `${t.ws}/segments`, { body: { name: "Shin", filter: { tags_any: [kept] } } })).status).toBe(201);
+  });
+
+  it("refuses a filter whose percent-escapes are not UTF-8, rather than reading the escapes as text", async () => {
+    const t = await tenant();
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "pct@example.com", tags: ["x%E9"] } });
+    // Latin-1 é, an encoded lone surrogate, a stray %: each a 400 naming the parameter.
+    for (const query of ["tag=x%E9", "tag=%ED%A0%80", "email=a%@example.com"]) {
+      const res = await t.call("GET", `${t.ws}/subscribers?${query}`);
+      expectError(res, 400, "validation_failed", query.split("=")[0]);
+      expect(res.body.error.message).toMatch(/must be percent-encoded UTF-8/);
+    }
+    // The tag named with its % escaped finds it.
+    expect((await t.call("GET", `${t.ws}/subscribers?tag=x%25E9`)).body.data).toHaveLength(1);
+  });
+
   it("rejects an email already in the workspace, case-insensitively, naming the existing subscriber", async () => {
     const t = await tenant();
     const first = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "dup@example.com" } });
@@ -57,6 +90,25 @@ describe("POST /workspaces/{workspace_id}/subscribers", () => {
     // Another workspace may hold the same address.
     const other = await tenant("Other");
     expect((await other.call("POST", `${other.ws}/subscribers`, { body: { email: "dup@example.com" } })).status).toBe(201);
+  });
+
+  it("takes every spelling of one mailbox as one address: a quoted local part is the same as its plainest form", async () => {
+    const t = await tenant();
+    const first = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "lin@example.net" } });
+    for (const spelling of ['"lin"@example.net', '"l\\in"@Example.NET', '"LIN"@example.net']) {
+      const again = await t.call("POST", `${t.ws}/subscribers`, { body: { email: spelling } });
+      expectError(again, 409, "subscriber_exists", "email");
+      expect(again.body.error.details[0].subscriber_id).toBe(first.body.data.id);
+      const found = await t.call("GET", `${t.ws}/subscribers?email=${encodeURIComponent(spelling)}`);
+      expect(found.body.data.map((s: { id: string }) => s.id)).toEqual([first.body.data.id]);
+    }
+    // One import naming one mailbox twice is refused; a quoted part that needs its quotes is its own address.
+    const twice = await t.call("POST", `${t.ws}/subscribers/batch`, { body: { subscribers: [{ email: "mo@example.net" }, { email: '"mo"@example.net' }] } });
+    expectError(twice, 400, "validation_failed", "subscribers[1].email");
+    const spaced = await t.call("POST", `${t.ws}/subscribers`, { body: { email: '"lin x"@example.net' } });
+    expect(spaced.status, spaced.text).toBe(201);
+    expect(spaced.body.data.email).toBe('"lin x"@example.net');
+    expectError(await t.call("POST", `${t.ws}/subscribers`, { body: { email: '"lin\\ x"@example.net' } }), 409, "subscriber_exists", "email");
   });
 
   it.each([

@@ -1,4 +1,4 @@
-import { escapeHtml } from "../lib/html";
+import { escapeHtml, isolatedHtml, withoutDirectionControls } from "../lib/html";
 
 // The hosted consent pages: self-contained HTML (inline CSS, no scripts, no images, no external
 // requests), so they render the same offline and under the strict CSP they are sent with, readable
@@ -13,16 +13,10 @@ const maskEmail = (email: string) => {
 
 /**
  * The sender's own words (the newsletter's name, the address) isolated from the page's text around
- * them: a right-to-left name then changes only itself, never the sentence it stands in. `<bdi>` in
- * the body; the title, which is plain text, gets the Unicode isolates FSI … PDI. The name's own
- * explicit direction controls (embeddings, overrides, isolates: U+202A-U+202E, U+2066-U+2069) are
- * left out: one unmatched (a stray PDI, an isolate never closed) would reach past any isolate the page
- * puts around it. Marks (U+200E, U+200F), which open nothing, stay.
+ * them, without their own direction controls (src/lib/html.ts): `<bdi>` in the body; the title,
+ * which is plain text, gets the Unicode isolates FSI … PDI.
  */
-const DIRECTION_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
-const shownName = (name: string) => name.replace(DIRECTION_CONTROLS, "");
-const nameHtml = (name: string) => `<bdi>${escapeHtml(shownName(name))}</bdi>`;
-const isolated = (name: string) => `\u2068${shownName(name)}\u2069`;
+const isolated = (name: string) => `\u2068${withoutDirectionControls(name)}\u2069`;
 
 /**
  * The masked address as the pages show it: a line may break after its `@` (`<wbr>`), and within the
@@ -100,7 +94,7 @@ const oneClickForm = (action: string, label: string, secondary = false) => butto
 
 const heading = (newsletterName: string, title: string, icon: string) =>
   `<div class="badge" aria-hidden="true">${icon}</div>
-<p class="eyebrow">${nameHtml(newsletterName)}</p>
+<p class="eyebrow">${isolatedHtml(newsletterName)}</p>
 <h1>${escapeHtml(title)}</h1>`;
 
 /**
@@ -112,7 +106,7 @@ export const confirmPage = ({ newsletterName, email, token }: Subject, canComeBa
     200,
     `Unsubscribe from ${isolated(newsletterName)}`,
     `${heading(newsletterName, "Unsubscribe from this newsletter?", "✉️")}
-<p>You will stop receiving <strong>${nameHtml(newsletterName)}</strong>, and every other newsletter from the same sender, at ${maskedAddress(email)}.</p>
+<p>You will stop receiving <strong>${isolatedHtml(newsletterName)}</strong>, and every other newsletter from the same sender, at ${maskedAddress(email)}.</p>
 ${oneClickForm(`/u/${token}`, "Unsubscribe")}
 ${canComeBack ? '<p class="note">Changed your mind later? You can subscribe again from this page.</p>' : ""}`,
   );
@@ -133,7 +127,7 @@ export const unsubscribedPage = ({ newsletterName, email, token }: Subject, canR
     200,
     `Unsubscribed from ${isolated(newsletterName)}`,
     `${heading(newsletterName, "You’re unsubscribed", "✓")}
-<p class="done">${maskedAddress(email)} will no longer receive ${nameHtml(newsletterName)}, nor any other newsletter from the same sender.</p>
+<p class="done">${maskedAddress(email)} will no longer receive ${isolatedHtml(newsletterName)}, nor any other newsletter from the same sender.</p>
 ${
   canResubscribe
     ? `<p>Unsubscribed by mistake?</p>${oneClickForm(`/u/${token}/resubscribe`, "Subscribe again", true)}`
@@ -149,10 +143,10 @@ export const resubscribedPage = ({ newsletterName, email }: Subject, again: bool
     `Subscribed to ${isolated(newsletterName)}`,
     again
       ? `${heading(newsletterName, "You’re subscribed again", "✓")}
-<p class="done">${maskedAddress(email)} will receive ${nameHtml(newsletterName)} again, and the sender’s other newsletters.</p>
+<p class="done">${maskedAddress(email)} will receive ${isolatedHtml(newsletterName)} again, and the sender’s other newsletters.</p>
 <p class="note">Every message keeps an unsubscribe link at the bottom.</p>`
       : `${heading(newsletterName, "You’re subscribed", "✓")}
-<p class="done">${maskedAddress(email)} is subscribed to ${nameHtml(newsletterName)}; nothing needed to change.</p>
+<p class="done">${maskedAddress(email)} is subscribed to ${isolatedHtml(newsletterName)}; nothing needed to change.</p>
 <p class="note">Every message keeps an unsubscribe link at the bottom.</p>`,
   );
 
@@ -170,7 +164,7 @@ export const confirmSubscriptionPage = ({ newsletterName, email, token }: Subjec
     200,
     `Confirm your subscription to ${isolated(newsletterName)}`,
     `${heading(newsletterName, "Confirm your subscription", "✉️")}
-<p>Press the button to receive <strong>${nameHtml(newsletterName)}</strong> at ${maskedAddress(email)}.</p>
+<p>Press the button to receive <strong>${isolatedHtml(newsletterName)}</strong> at ${maskedAddress(email)}.</p>
 ${buttonForm(`/c/${token}`, "Confirm subscription", CONFIRM)}
 <p class="note">Didn’t ask for this? Ignore it: nothing is sent until you confirm.</p>`,
   );
@@ -181,7 +175,7 @@ export const subscriptionConfirmedPage = ({ newsletterName, email }: Subject, no
     200,
     `Subscribed to ${isolated(newsletterName)}`,
     `${heading(newsletterName, now ? "Your subscription is confirmed" : "You’re subscribed", "✓")}
-<p class="done">${maskedAddress(email)} ${now ? "will receive" : "already receives"} ${nameHtml(newsletterName)}.</p>
+<p class="done">${maskedAddress(email)} ${now ? "will receive" : "already receives"} ${isolatedHtml(newsletterName)}.</p>
 <p class="note">Every message has an unsubscribe link at the bottom.</p>`,
   );
 

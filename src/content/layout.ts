@@ -1,4 +1,4 @@
-import { escapeHtml } from "../lib/html";
+import { escapeHtml, isolatedHtml, withoutDirectionControls } from "../lib/html";
 import { LIQUID } from "./liquid-syntax";
 
 // What the service adds to every campaign message: the preheader as hidden preview text at the top
@@ -55,10 +55,12 @@ export const oneLine = (value: string) => value.replace(/[\u0000-\u001F\u007F-\u
  * fixed, so a message's blocks cost a few concatenations.
  */
 export const serviceBlocks = (newsletter: { name: string; address: string | null }) => {
-  // A name saved before names had to be one line may still hold a line break: the footer's sentence stays one.
-  const name = oneLine(newsletter.name);
+  // A name saved before names had to be one line may still hold a line break: the footer's sentence stays
+  // one. Its direction controls go (an override left open reversed the sentence and the Unsubscribe
+  // link after it), and in html it is isolated, as on the unsubscribe page.
+  const name = withoutDirectionControls(oneLine(newsletter.name));
   const htmlAddress = newsletter.address ? htmlAddressLines(newsletter.address, "margin:8px 0 0") : "";
-  const htmlBefore = `${FOOTER_OPEN}\n<p style="margin:0">${RECEIVING} ${escapeHtml(name)}. <a href="`;
+  const htmlBefore = `${FOOTER_OPEN}\n<p style="margin:0">${RECEIVING} ${isolatedHtml(name)}. <a href="`;
   const htmlAfter = `" style="color:inherit;text-decoration:underline">Unsubscribe</a></p>${htmlAddress}</div>`;
   const textBefore = `\n\n--\n${RECEIVING} ${name}.\nUnsubscribe: `;
   const textAfter = newsletter.address ? `\n${lineFeedsOf(newsletter.address)}` : "";

@@ -46,7 +46,7 @@ export const subscribers = sqliteTable(
       .notNull()
       .references(() => workspaces.id),
     email: text().notNull(),
-    /** Lower-cased email: the case-insensitive identity within a workspace. */
+    /** The email as one mailbox's identity within a workspace (emailKey: lower-cased, quoting in its plainest form). */
     emailKey: text().notNull(),
     name: text(),
     status: text({ enum: ["active", "unsubscribed", "bounced", "pending"] }).notNull(),

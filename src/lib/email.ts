@@ -71,5 +71,17 @@ export const emailAddressProblem = (address: string): string | undefined => {
   return undefined;
 };
 
-/** An address's identity within a workspace: case-insensitive (the address itself keeps its case). */
-export const emailKey = (email: string) => email.toLowerCase();
+/**
+ * An address's identity within a workspace, one for every spelling of one mailbox: case-insensitive,
+ * and a quoted local part in its plainest form (RFC 5321 §4.1.2): unquoted when what it quotes is a
+ * dot-atom (`"lin"@…` and `"l\in"@…` are `lin@…`), else quoted with only `"` and `\` escaped. The
+ * address itself keeps the spelling it was given.
+ */
+export const emailKey = (email: string) => {
+  const at = email.lastIndexOf("@");
+  const local = email.slice(0, Math.max(at, 0));
+  if (!QUOTED_STRING.test(local)) return email.toLowerCase();
+  const quoted = local.slice(1, -1).replace(/\\([\x20-\x7e])/g, "$1");
+  const plainest = DOT_ATOM.test(quoted) ? quoted : `"${quoted.replace(/["\\]/g, "\\$&")}"`;
+  return `${plainest}${email.slice(at)}`.toLowerCase();
+};

@@ -1,7 +1,7 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
-import type { ErrorCode } from "../errors/api-error";
+import { type ErrorCode, invalidParam } from "../errors/api-error";
 import { bodyReadErrorResponses, errorResponse, payloadTooLarge, readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
 import { requireScope, workspaceAccess } from "../middleware/auth";
 import { IdempotencyHeaders, idempotency } from "../middleware/idempotency";
@@ -47,6 +47,30 @@ const pathFirst = (params: z.ZodType) =>
   });
 
 /**
+ * A query's values are read as UTF-8 percent-escapes, as its body's strings are JSON's UTF-8: a value
+ * whose escapes do not decode (Latin-1 `%E9`, a lone surrogate's `%ED%A0%80`) is a 400 naming it,
+ * never read as the escapes' literal text (which would match a tag literally named `x%E9`).
+ */
+const wellFormedQuery = createMiddleware<AppEnv>(async (c, next) => {
+  const search = new URL(c.req.url).search.slice(1);
+  const decoded = (text: string) => {
+    try {
+      return decodeURIComponent(text.replace(/\+/g, " "));
+    } catch {
+      return undefined;
+    }
+  };
+  for (const pair of search ? search.split("&") : []) {
+    const [name = "", value = ""] = pair.split(/=(.*)/s);
+    const param = decoded(name) ?? name;
+    if (decoded(name) === undefined || decoded(value) === undefined) {
+      throw invalidParam(param, `${param} must be percent-encoded UTF-8 (its escapes are not)`);
+    }
+  }
+  await next();
+});
+
+/**
  * Every authenticated route is declared through here, so each one gets the same guard chain
  * (after the credential and rate limit: scope → workspace access → body gate → idempotency →
  * validators → handler), the bearer security requirement, an operationId, and the error responses
@@ -61,6 +85,7 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
     ...(route.request?.body ? [maxBodyBytes === undefined ? jsonBody : readJsonBody(maxBodyBytes)] : []),
     ...(idempotent ? [idempotency] : []),
     ...(route.request?.params ? [pathFirst(route.request.params as z.ZodType)] : []),
+    ...(route.request?.query ? [wellFormedQuery] : []),
   ];
   // A route taking larger bodies says so where its 413 is described; its 400 and 409 name every code
   // they can carry.

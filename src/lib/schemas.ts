@@ -50,12 +50,14 @@ const atMostCharacters =
     }
   };
 
-/** Required text: trimmed, then 1 to `max` characters. */
-export const requiredText = (max: number) =>
+type TextCheck = (ctx: z.core.ParsePayload<string>) => void;
+
+/** Required text: trimmed, then 1 to `max` characters (and whatever `more` checks). */
+export const requiredText = (max: number, ...more: TextCheck[]) =>
   bodyString()
     .trim()
     .min(1)
-    .check(atMostCharacters(max))
+    .check(atMostCharacters(max), ...more)
     .openapi({ pattern: requiredTextPattern(max), description: `1 to ${max} characters after trimming.` });
 
 /** Untrimmed text of 1 to `max` characters (the rules every body string follows). */
@@ -137,15 +139,26 @@ export const TAGS_MAX = 50;
  * A tag list: each tag trimmed, 1 to 40 characters; duplicates dropped, order kept. At most 50
  * entries, repeats included: a limit on distinct tags is not something a schema can state.
  */
+/**
+ * A tag is kept in Unicode NFC, and a few characters grow when composed (U+FB2A, a Hebrew letter with
+ * its dot, is two in NFC): held to the limit as kept too, a tag read back can always be written back,
+ * filtered on and put in a segment.
+ */
+const atMostWhenKept = (max: number): TextCheck => (ctx) => {
+  let count = 0;
+  for (const _ of ctx.value.normalize("NFC")) count++;
+  if (count > max) ctx.issues.push({ code: "custom", message: `must be at most ${max} characters in Unicode NFC, as tags are kept (it has ${count})`, input: ctx.value });
+};
+
 export const tagList = (options: { minItems: 0 | 1; description: string }) =>
   z
-    .array(requiredText(TAG_MAX_LENGTH))
+    .array(requiredText(TAG_MAX_LENGTH, atMostWhenKept(TAG_MAX_LENGTH)))
     .min(options.minItems)
     .max(TAGS_MAX)
     // Unicode NFC, so a tag typed precomposed (é) and one typed decomposed (e + ◌́) are one tag.
     .transform((list) => [...new Set(list.map((tag) => tag.normalize("NFC")))])
     .openapi({
-      description: `${options.description} At most ${TAGS_MAX}; each tag is trimmed, 1 to ${TAG_MAX_LENGTH} characters and kept in Unicode NFC; duplicates are dropped and the order kept.`,
+      description: `${options.description} At most ${TAGS_MAX}; each tag is trimmed, 1 to ${TAG_MAX_LENGTH} characters as sent and as kept (in Unicode NFC); duplicates are dropped and the order kept.`,
       example: ["weekly", "beta"],
     });
 
