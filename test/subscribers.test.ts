@@ -339,6 +339,9 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
     const res = await t.call("GET", `${t.ws}/subscribers?email=${encodeURIComponent("find.me@EXAMPLE.com")}`);
     expect(res.body.data.map((s: { email: string }) => s.email)).toEqual(["Find.Me@Example.com"]);
     expect(res.body.pagination).toEqual({ has_more: false, next_cursor: null });
+    // Only ASCII letters fold: the Kelvin sign (U+212A), which JavaScript lower-cases to k, names no stored address.
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "kate@example.com" } });
+    expect((await t.call("GET", `${t.ws}/subscribers?email=${encodeURIComponent("\u212Aate@example.com")}`)).body.data).toEqual([]);
   });
 
   it("accepts limit 1 and 100", async () => {

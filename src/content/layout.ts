@@ -27,13 +27,14 @@ const PREHEADER_PADDING = `\n${"&#847;&zwnj;&nbsp;".repeat(10)}`.repeat(9);
 /**
  * The footer's block: part of the message, not something appended to it. Centred at the width most
  * newsletters are (600 px) with side padding, so it lines up under a centred layout and keeps off a
- * phone's edges; the template's own text colour at reduced opacity (a fixed grey would be unreadable
- * on a dark template), a rule in a grey that shows on light and dark; English, so it keeps its own
+ * phone's edges; the template's own text colour, as it is (a fixed grey would be unreadable on a dark
+ * template; made lighter, a grey body text's footer fell under WCAG's 4.5:1), a rule in a grey that
+ * shows on light and dark; English, so it keeps its own
  * direction and language inside a right-to-left message; a long name wraps instead of widening the page.
  */
 const FOOTER_OPEN =
   '<div dir="ltr" lang="en" style="box-sizing:border-box;max-width:600px;margin:32px auto 0;padding:16px 16px 0;' +
-  'border-top:1px solid rgba(128,128,128,0.35);font:12px/1.5 Arial,Helvetica,sans-serif;text-align:center;opacity:0.75;' +
+  'border-top:1px solid rgba(128,128,128,0.35);font:12px/1.5 Arial,Helvetica,sans-serif;text-align:center;' +
   'overflow-wrap:anywhere;word-wrap:break-word">';
 
 const RECEIVING = "You’re receiving this email because you subscribed to";

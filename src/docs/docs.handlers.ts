@@ -38,10 +38,10 @@ const page = `<!doctype html>
     <title>${API_TITLE}</title>
   </head>
   <body>
-    <p id="openapi-link" style="margin: 0; padding: 8px 16px; font: 14px system-ui, sans-serif">
-      ${API_TITLE}: the machine-readable contract is <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1).
+    <p id="openapi-link" style="margin: 0; padding: 8px 16px; font: 14px system-ui, sans-serif; background: #fff; color: #1a1a1a">
+      ${API_TITLE}: the machine-readable contract is <a href="/openapi.json" style="color: #0b57d0">/openapi.json</a> (OpenAPI 3.1).
     </p>
-    <noscript><p style="padding: 0 16px; font: 14px system-ui, sans-serif">The interactive reference needs JavaScript.</p></noscript>
+    <noscript><p style="margin: 0; padding: 0 16px 8px; font: 14px system-ui, sans-serif; background: #fff; color: #1a1a1a">The interactive reference needs JavaScript.</p></noscript>
     <div id="app"></div>
     <script src="${SCALAR_SCRIPT}"></script>
     <script src="${INIT_SCRIPT}"></script>

@@ -80,8 +80,14 @@ export const emailAddressProblem = (address: string): string | undefined => {
 export const emailKey = (email: string) => {
   const at = email.lastIndexOf("@");
   const local = email.slice(0, Math.max(at, 0));
-  if (!QUOTED_STRING.test(local)) return email.toLowerCase();
+  if (!QUOTED_STRING.test(local)) return asciiLowerCase(email);
   const quoted = local.slice(1, -1).replace(/\\([\x20-\x7e])/g, "$1");
   const plainest = DOT_ATOM.test(quoted) ? quoted : `"${quoted.replace(/["\\]/g, "\\$&")}"`;
-  return `${plainest}${email.slice(at)}`.toLowerCase();
+  return asciiLowerCase(`${plainest}${email.slice(at)}`);
 };
+
+/**
+ * Addresses are ASCII, so only ASCII letters fold: a lookup for `Kate@…` spelled with the Kelvin sign
+ * (U+212A, which toLowerCase() makes `k`) matches nobody, as the address it names could not be stored.
+ */
+const asciiLowerCase = (text: string) => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());

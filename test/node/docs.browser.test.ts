@@ -8,6 +8,19 @@ const origin = inject("workerOrigin");
 let launched: Promise<Browser> | undefined;
 const browser = () => (launched ??= launchChromium());
 
+/** WCAG's contrast ratio of two opaque `rgb(…)` colours. */
+const contrast = (a: string, b: string) => {
+  const luminance = (colour: string) => {
+    const [r, g, bl] = (colour.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * (r ?? 0) + 0.7152 * (g ?? 0) + 0.0722 * (bl ?? 0);
+  };
+  const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return ((light ?? 0) + 0.05) / ((dark ?? 0) + 0.05);
+};
+
 afterAll(async () => {
   await (await launched?.catch(() => undefined))?.close();
 });
@@ -35,6 +48,24 @@ describe("/docs in headless Chromium, with every other origin unreachable", () =
     expect(await page.getByText("Open API Client").count()).toBe(0);
     expect(problems.filter((text) => /Content Security Policy|Refused to/i.test(text)), "CSP violations").toEqual([]);
     await context.close();
+  });
+
+  it("keeps the line that links to /openapi.json readable in light and dark mode (WCAG AA contrast)", async () => {
+    for (const colorScheme of ["light", "dark"] as const) {
+      const { context } = await offlineContext(await browser(), origin, { colorScheme });
+      const page = await context.newPage();
+      await page.goto(`${origin}/docs`);
+      await page.getByRole("heading", { name: "Newsletter Service API" }).waitFor({ timeout: 30_000 });
+      // The line's own background, behind its text and its link.
+      const colours = await page.evaluate<{ text: string; background: string }[]>(
+        `["#openapi-link", "#openapi-link a"].map((selector) => ({
+          text: getComputedStyle(document.querySelector(selector)).color,
+          background: getComputedStyle(document.querySelector("#openapi-link")).backgroundColor,
+        }))`,
+      );
+      for (const { text, background } of colours) expect(contrast(text, background), `${colorScheme}: ${text} on ${background}`).toBeGreaterThanOrEqual(4.5);
+      await context.close();
+    }
   });
 
   it("shows a working link to /openapi.json with JavaScript disabled", async () => {

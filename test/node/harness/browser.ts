@@ -46,11 +46,12 @@ export type OfflineContext = {
 export const offlineContext = async (
   browser: Browser,
   origin: string,
-  options: { javaScriptEnabled?: boolean } = {},
+  options: { javaScriptEnabled?: boolean; colorScheme?: "light" | "dark" } = {},
 ): Promise<OfflineContext> => {
   const context = await browser.newContext({
     javaScriptEnabled: options.javaScriptEnabled ?? true,
     viewport: { width: 1280, height: 900 },
+    colorScheme: options.colorScheme ?? "light",
   });
   const blocked: string[] = [];
   await context.route("**/*", (route) => {
