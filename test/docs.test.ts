@@ -23,7 +23,7 @@ describe("GET /docs", () => {
   it("links to /openapi.json in plain HTML, outside the reference's mount point", async () => {
     const res = await call("GET", "/docs");
     const withoutScripts = res.text.replace(/<script[\s\S]*?<\/script>/g, "").replace(/<noscript>[\s\S]*?<\/noscript>/g, "");
-    expect(withoutScripts).toContain('<a href="/openapi.json">/openapi.json</a>');
+    expect(withoutScripts).toContain('<a href="/openapi.json" style="color: #0b57d0">/openapi.json</a>');
   });
 
   it("serves the reference's script from the worker's static assets, under /v1 too", async () => {
