@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createApp } from "../src/app";
+import { log } from "../src/lib/log";
+import { loggedPath } from "../src/middleware/request-context";
 import { maskTokenPaths } from "../scripts/token-paths.mjs";
 import { ADMIN_TOKEN, call, tenant } from "./helpers";
 
@@ -149,6 +151,27 @@ describe("access log", () => {
     const access = lines.map((line) => JSON.parse(line)).find((line) => line.status === 503);
     expect(access).toMatchObject({ level: "warn", event: "request", warning: expect.stringContaining('["[address]"]') });
     expect(lines.join("\n")).not.toContain("@example.com");
+  });
+
+  it("writes no address of any form, and every line stays JSON", async () => {
+    const lines: string[] = [];
+    for (const method of ["log", "warn", "error"] as const) vi.spyOn(console, method).mockImplementation((line: unknown) => void lines.push(String(line)));
+    log("warn", "check", { message: `"john doe"@example.com, a@[192.0.2.1], admin@localhost, o'brien@example.com, a!b@example.com; stack at node_modules/@hono/zod-openapi` });
+    // An escape next to an address: the line is still JSON.
+    await call("GET", "/v1/x%0Aa@example.com");
+    const parsed = lines.map((line) => JSON.parse(line));
+    expect(parsed[0].message).toBe("[address], [address], [address], [address], [address]; stack at node_modules/@hono/zod-openapi");
+    expect(parsed[1].path).toBe("/x\n[address]");
+  });
+
+  it("masks a token anywhere in a path, and only a link's own path as a link", () => {
+    const token = "AQ".padEnd(66, "x");
+    expect(loggedPath(`/x/${token}/c/y`)).toBe("/x/{token}/c/y");
+    expect(loggedPath(`/u/${token}.`)).toBe("/u/{token}");
+    expect(loggedPath(`/x/${token}.html`)).toBe("/x/{token}.html");
+    expect(loggedPath("/workspaces/c/subscribers")).toBe("/workspaces/c/subscribers");
+    expect(loggedPath(`/v1/u/${token}/resubscribe`)).toBe("/v1/u/{token}/resubscribe");
+    expect(maskTokenPaths(`GET /x/${token}~ 404`)).toBe("GET /x/{token}~ 404");
   });
 
   it("prints a server error's line with console.error, so a filter on the error level finds it", async () => {

@@ -72,19 +72,12 @@ export const emailAddressProblem = (address: string): string | undefined => {
 };
 
 /**
- * An address's identity within a workspace, one for every spelling of one mailbox: case-insensitive,
- * and a quoted local part in its plainest form (RFC 5321 §4.1.2): unquoted when what it quotes is a
- * dot-atom (`"lin"@…` and `"l\in"@…` are `lin@…`), else quoted with only `"` and `\` escaped. The
- * address itself keeps the spelling it was given.
+ * An address's identity within a workspace: the address as written, case-insensitively (the address
+ * itself keeps its case). Other spellings of one mailbox (a quoted local part that needs no quotes,
+ * an IPv6 literal written out in full) are other addresses: keys are stored, and a key's rule that
+ * changed would leave the rows saved under the old one unfindable.
  */
-export const emailKey = (email: string) => {
-  const at = email.lastIndexOf("@");
-  const local = email.slice(0, Math.max(at, 0));
-  if (!QUOTED_STRING.test(local)) return asciiLowerCase(email);
-  const quoted = local.slice(1, -1).replace(/\\([\x20-\x7e])/g, "$1");
-  const plainest = DOT_ATOM.test(quoted) ? quoted : `"${quoted.replace(/["\\]/g, "\\$&")}"`;
-  return asciiLowerCase(`${plainest}${email.slice(at)}`);
-};
+export const emailKey = (email: string) => asciiLowerCase(email);
 
 /**
  * Addresses are ASCII, so only ASCII letters fold: a lookup for `Kate@…` spelled with the Kelvin sign

@@ -12,16 +12,21 @@ const describeError = (err: unknown) => (err instanceof Error ? { name: err.name
 
 /**
  * An email address, wherever a line would carry one (a provider's message quoting a recipient, a
- * driver's error quoting a value): personal data that has no place in a log store.
+ * driver's error quoting a value): personal data that has no place in a log store. Any local part
+ * (dot-atom characters but `/`, which would take in a path's `node_modules/@scope`, or quoted), and
+ * any domain (a name, one word, or an address literal).
  */
-const ADDRESS = /[\w.%+-]+@[\w-]+\.[\w.-]+/g;
+const ADDRESS = /(?:"[^"\n]*"|[\w.!#$%&'*+^`{|}~-]+)@(?:\[[^\]\s]*\]|[\w.-]+)/g;
+
+/** Each string of a line without its addresses (before it is JSON: no escape can be cut in two). */
+const withoutAddresses = (_key: string, value: unknown) => (typeof value === "string" ? value.replace(ADDRESS, "[address]") : value);
 
 /**
  * One JSON line, printed at its level: the level, the event, its fields, and the error (if any),
  * every email address in it written `[address]`.
  */
 export const log = (level: Level, event: string, fields: Record<string, unknown>, err?: unknown): void =>
-  writers[level](JSON.stringify({ level, event, ...fields, ...(err !== undefined && { error: describeError(err) }) }).replace(ADDRESS, "[address]"));
+  writers[level](JSON.stringify({ level, event, ...fields, ...(err !== undefined && { error: describeError(err) }) }, withoutAddresses));
 
 export const logError = (event: string, fields: Record<string, unknown>, err?: unknown): void => log("error", event, fields, err);
 

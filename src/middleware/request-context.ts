@@ -58,14 +58,14 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   log(level, "request", line);
 });
 
-/** A path segment long enough to be a link's token (66 characters; the ids the service makes are at most 31). */
-const TOKEN_SHAPED = /^[A-Za-z0-9_-]{40,}$/;
+/** A run of URL-safe characters long enough to be a link's token (66; the ids the service makes are at most 31). */
+const TOKEN_RUN = /[A-Za-z0-9_-]{40,}/g;
 
 /**
- * The path as the log shows it: a link's token never, in whatever shape the link arrives (the path
- * segment after a `u` or `c` segment in any letter case, with slashes doubled or escaped, and every
- * segment after it but a final `resubscribe`), nor any token-shaped segment anywhere (a link pasted
- * under another path).
+ * The path as the log shows it: a link's token never, in whatever shape the link arrives (`u` or `c`
+ * as the path's first segment but `v1`, in any letter case, with slashes doubled or escaped: the
+ * segment after it, and every one after that but a final `resubscribe`), nor any token-shaped run
+ * anywhere (a link pasted under another path).
  */
 export const loggedPath = (path: string): string => {
   const segments = path.split("/").flatMap((segment) => {
@@ -75,12 +75,13 @@ export const loggedPath = (path: string): string => {
       return [segment];
     }
   });
-  const link = segments.findIndex((s, i) => i < segments.length - 1 && /^[uc]$/i.test(s));
-  if (link >= 0) {
-    const tail = segments.length - link > 2 && /^resubscribe$/i.test(segments.at(-1) ?? "") ? "/resubscribe" : "";
-    return `${segments.slice(0, link + 1).join("/")}/{token}${tail}`;
+  const first = segments.findIndex((s, i) => s !== "" && !(s.toLowerCase() === "v1" && segments.slice(0, i).every((e) => e === "")));
+  if (first >= 0 && first < segments.length - 1 && /^[uc]$/i.test(segments[first] ?? "")) {
+    const tail = segments.length - first > 2 && /^resubscribe$/i.test(segments.at(-1) ?? "") ? "/resubscribe" : "";
+    return `${segments.slice(0, first + 1).join("/")}/{token}${tail}`;
   }
-  return segments.some((s) => TOKEN_SHAPED.test(s)) ? segments.map((s) => (TOKEN_SHAPED.test(s) ? "{token}" : s)).join("/") : path;
+  const masked = segments.map((s) => s.replace(TOKEN_RUN, "{token}"));
+  return masked.some((s, i) => s !== segments[i]) ? masked.join("/") : path;
 };
 
 /** The link routes' names for the log (they are not apiRoutes): only for the methods they answer. */

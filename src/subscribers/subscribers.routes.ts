@@ -22,7 +22,7 @@ export const createSubscriber = apiRoute({
   path: "/workspaces/{workspace_id}/subscribers",
   tags: ["Subscribers"],
   summary: "Create a subscriber",
-  description: "Adds a subscriber. The email is unique per workspace, case-insensitively and however quoted (409 `subscriber_exists`).",
+  description: "Adds a subscriber. The email is unique per workspace, case-insensitively (409 `subscriber_exists`).",
   scope: "subscribers:write",
   idempotent: true,
   request: {

@@ -24,7 +24,7 @@ export const SubscriberParams = z.object({
   subscriber_id: idParam("subscriber", "subscriber_id"),
 });
 
-const email = emailAddress("Unique in the workspace, case-insensitively and however quoted (`\"lin\"@example.net` is `lin@example.net`); kept as given.");
+const email = emailAddress("Unique in the workspace, case-insensitively; kept in the case given.");
 
 const optionalField = optionalText(200).openapi({ description: "At most 200 characters, trimmed; `null` or blank: none." });
 
@@ -81,11 +81,11 @@ export const CreateSubscriberBatchBody = z
           const key = emailKey(item.email);
           const seen = first.get(key);
           if (seen === undefined) first.set(key, i);
-          else ctx.addIssue({ code: "custom", path: [i, "email"], message: `is the same address as subscribers[${seen}].email (case-insensitively, however quoted)` });
+          else ctx.addIssue({ code: "custom", path: [i, "email"], message: `is the same address as subscribers[${seen}].email (case-insensitively)` });
         });
       })
       .openapi({
-        description: `1 to ${SUBSCRIBER_BATCH_MAX} subscribers, each as \`POST /subscribers\` takes it; no address twice (case-insensitively, however quoted).`,
+        description: `1 to ${SUBSCRIBER_BATCH_MAX} subscribers, each as \`POST /subscribers\` takes it; no address twice (case-insensitively).`,
       }),
   })
   .openapi("CreateSubscriberBatchRequest", {
@@ -173,7 +173,7 @@ export const ListSubscribersQuery = z.strictObject({
     .openapi({ description: "Only subscribers having exactly this tag (case-sensitive; trimmed; compared in Unicode NFC, as tags are kept)." }),
   email: queryText(EMAIL_MAX_LENGTH)
     .optional()
-    .openapi({ description: "Only the subscriber with this email (case-insensitive, however quoted; trimmed)." }),
+    .openapi({ description: "Only the subscriber with this email (case-insensitive; trimmed)." }),
 });
 
 export const serializeSubscriber = (row: typeof subscribers.$inferSelect): Subscriber => ({
