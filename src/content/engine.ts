@@ -1,5 +1,6 @@
 import { CaptureTag, Context, Drop, type Emitter, IncludeTag, Liquid, Tag, type TagToken, type Template, Token, type TopLevelToken, toValue, toValueSync } from "liquidjs";
 import type { BlockName, ServiceBlocks } from "./layout";
+import { escapeHtml } from "../lib/html";
 import { positionOf } from "./liquid-syntax";
 import { countedOperators, countingWork, type FilterThis } from "./render-work";
 
@@ -53,16 +54,12 @@ class BoundedEmitter {
  */
 const capturedHtml = new WeakMap<Context, Set<string>>();
 
-const ESCAPES: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;" };
 /**
- * liquidjs's `escape`, character for character, without its charge to the render's allocation
- * budget: an output is bounded by the part's output cap, as it is in text, so html that prints a
- * subscriber's name 3,000 times renders for a long name as the text part does (charged, it passed
- * with the sample subscriber when saved and failed at send for a subscriber whose name is longer).
+ * The html engine's escaping of every output, but for captured html: the service's escapeHtml, which
+ * (unlike liquidjs's `escape`) charges nothing to the render's allocation budget. An output is bounded
+ * by the part's output cap, as in text: charged, html printing a name 3,000 times saved with the
+ * sample subscriber and failed at send for a subscriber whose name is longer.
  */
-const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (ch) => ESCAPES[ch] as string);
-
-/** The html engine's escaping of every output: liquidjs's own `escape`, but for captured html. */
 export function escapeOutput(this: FilterThis, value: unknown): string {
   const text = stringify(value);
   return capturedHtml.get(this.context)?.has(text) ? text : escapeHtml(text);

@@ -46,7 +46,7 @@ export const subscribers = sqliteTable(
       .notNull()
       .references(() => workspaces.id),
     email: text().notNull(),
-    /** Lower-cased email (ASCII letters): the case-insensitive identity within a workspace. */
+    /** Lower-cased email: the case-insensitive identity within a workspace. */
     emailKey: text().notNull(),
     name: text(),
     status: text({ enum: ["active", "unsubscribed", "bounced", "pending"] }).notNull(),

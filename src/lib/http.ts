@@ -7,6 +7,15 @@ export type Page<T> = { data: T[]; pagination: Pagination };
 
 export const envelope = <T>(data: T): Envelope<T> => ({ data });
 
+/** A URI component percent-decoded, or undefined when its escapes are not UTF-8 (`%E9`, a stray `%`). */
+export const decodedComponent = (text: string): string | undefined => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+};
+
 /**
  * The list a cursor belongs to: `base` (the resource and its owner, e.g. `subscribers:ws_…`) and the
  * filters the page was read with, so a cursor used with other filters is refused (400

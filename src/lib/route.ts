@@ -7,6 +7,7 @@ import { requireScope, workspaceAccess } from "../middleware/auth";
 import { IdempotencyHeaders, idempotency } from "../middleware/idempotency";
 import { jsonBody, readJsonBody } from "../middleware/request-context";
 import { validationFailed } from "./create-app";
+import { decodedComponent } from "./http";
 import type { AppEnv, Scope } from "./types";
 
 type ApiRouteConfig = Omit<RouteConfig, "middleware" | "security"> & {
@@ -53,17 +54,11 @@ const pathFirst = (params: z.ZodType) =>
  */
 const wellFormedQuery = createMiddleware<AppEnv>(async (c, next) => {
   const search = new URL(c.req.url).search.slice(1);
-  const decoded = (text: string) => {
-    try {
-      return decodeURIComponent(text.replace(/\+/g, " "));
-    } catch {
-      return undefined;
-    }
-  };
   for (const pair of search ? search.split("&") : []) {
-    const [name = "", value = ""] = pair.split(/=(.*)/s);
-    const param = decoded(name) ?? name;
-    if (decoded(name) === undefined || decoded(value) === undefined) {
+    const [name = "", value = ""] = pair.split(/=(.*)/s).map((part) => part.replace(/\+/g, " "));
+    const decodedName = decodedComponent(name);
+    if (decodedName === undefined || decodedComponent(value) === undefined) {
+      const param = decodedName ?? name;
       throw invalidParam(param, `${param} must be percent-encoded UTF-8 (its escapes are not)`);
     }
   }

@@ -6,6 +6,7 @@ import { ApiError } from "../errors/api-error";
 import { ConfigurationError, missingBindings } from "../errors/configuration";
 import { renderError } from "../errors/render";
 import { cursorCodec } from "../lib/cursor";
+import { decodedComponent } from "../lib/http";
 import { newId } from "../lib/ids";
 import { countedD1, countedKv, countRoundTrips, newRoundTrips, serverTiming } from "../lib/round-trips";
 import { signerFor } from "../lib/signing";
@@ -68,14 +69,10 @@ const TOKEN_RUN = /[A-Za-z0-9_-]{40,}/g;
  * anywhere (a link pasted under another path).
  */
 export const loggedPath = (path: string): string => {
-  const segments = path.split("/").flatMap((segment) => {
-    try {
-      return decodeURIComponent(segment).split("/");
-    } catch {
-      return [segment];
-    }
-  });
-  const first = segments.findIndex((s, i) => s !== "" && !(s.toLowerCase() === "v1" && segments.slice(0, i).every((e) => e === "")));
+  const segments = path.split("/").flatMap((segment) => (decodedComponent(segment) ?? segment).split("/"));
+  // The first segment that says something, past a leading `v1`.
+  const named = segments.flatMap((s, i) => (s === "" ? [] : [i]));
+  const first = (segments[named[0] ?? -1]?.toLowerCase() === "v1" ? named[1] : named[0]) ?? -1;
   if (first >= 0 && first < segments.length - 1 && /^[uc]$/i.test(segments[first] ?? "")) {
     const tail = segments.length - first > 2 && /^resubscribe$/i.test(segments.at(-1) ?? "") ? "/resubscribe" : "";
     return `${segments.slice(0, first + 1).join("/")}/{token}${tail}`;
