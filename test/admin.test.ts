@@ -152,6 +152,32 @@ describe("operator API: reading credentials", () => {
     expectError(await call("GET", "/admin/credentials"), 401, "missing_credential");
   });
 
+  it("refuses what an operator route does not take, as the workspace routes do, and changes nothing", async () => {
+    const ws = await createWorkspace();
+    const credential = (await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id] })).body.data;
+    const path = `/admin/credentials/${credential.id}`;
+    // A revoke takes no parameters: an unknown body property, a body that is not JSON, too large or of
+    // another type is refused (each answer held to /openapi.json by call()), and the credential stays live.
+    expectError(await admin("DELETE", path, { reason: "leak" }), 400, "validation_failed", "reason");
+    const raw = (body: string, type: string) => call("DELETE", path, { token: ADMIN_TOKEN, raw: body, headers: { "content-type": type } });
+    expectError(await raw("{x", "application/json"), 400, "invalid_json");
+    expectError(await raw("hello", "text/plain"), 415, "unsupported_media_type");
+    expectError(await raw(`"${"x".repeat(70_000)}"`, "application/json"), 413, "payload_too_large");
+    expect((await admin("GET", path)).body.data.revoked_at).toBeNull();
+    // Unknown query parameters are refused on every operator route, reads and keyed creates alike.
+    const workspaces = (await admin("GET", "/admin/workspaces?limit=100")).body.data.length;
+    expectError(await admin("POST", "/admin/workspaces?x=1", { name: "typo" }), 400, "validation_failed", "x");
+    expectError(await admin("POST", "/admin/credentials?x=1", { mode: "test", workspace_ids: [ws.id] }), 400, "validation_failed", "x");
+    expectError(await admin("GET", `/admin/workspaces/${ws.id}?x=1`), 400, "validation_failed", "x");
+    expectError(await admin("GET", `${path}?x=1`), 400, "validation_failed", "x");
+    expectError(await admin("DELETE", `${path}?x=1`), 400, "validation_failed", "x");
+    expect((await admin("GET", "/admin/workspaces?limit=100")).body.data.length).toBe(workspaces);
+    expect((await admin("GET", `/admin/credentials?workspace_id=${ws.id}`)).body.data).toHaveLength(1);
+    expect((await admin("GET", path)).body.data.revoked_at).toBeNull();
+    // An empty body or {} revokes, as before.
+    expect((await admin("DELETE", path, {})).body.data.revoked_at).not.toBeNull();
+  });
+
   it("retrieves one credential by id, revoked or not; an unknown id is a 404", async () => {
     const ws = await createWorkspace();
     const created = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id], scopes: ["subscribers:read"] });

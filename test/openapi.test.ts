@@ -21,6 +21,21 @@ describe("GET /openapi.json", () => {
     expect([...documented].filter((route) => !served.includes(route))).toEqual([]);
   });
 
+  it("marks the headers every answer carries as required: Request-Id everywhere, WWW-Authenticate on a 401, Retry-After on a 429", async () => {
+    const doc = (await call("GET", "/openapi.json")).body;
+    type Responses = Record<string, { headers?: Record<string, { required?: boolean }> }>;
+    const lacking: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Responses }>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          const must = ["Request-Id", ...(status === "401" ? ["WWW-Authenticate"] : []), ...(status === "429" ? ["Retry-After"] : [])];
+          for (const name of must) if (response.headers?.[name]?.required !== true) lacking.push(`${method} ${path} ${status} ${name}`);
+        }
+      }
+    }
+    expect(lacking).toEqual([]);
+  });
+
   it("documents the credential-free routes with an empty security requirement", async () => {
     const doc = (await call("GET", "/openapi.json")).body;
     for (const path of ["/health", "/openapi.json", "/docs"]) {

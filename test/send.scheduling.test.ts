@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { deliveryInsertStatements } from "../src/sending/fanout.repository";
-import { expectError, seedSubscribers } from "./helpers";
+import { expectError, seedSubscribers, until } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
 import { everyTry, harness, operationOf, resendSend, send } from "./send.harness";
@@ -81,6 +81,26 @@ describe("queue edges", () => {
     const again = await h.t.call("POST", path);
     expectError(again, 409, "campaign_not_sending");
     expect((await h.t.call("GET", `${h.t.ws}/events?type=campaign.failed`)).body.data).toHaveLength(1);
+  });
+
+  it("a step whose Resend request is on its way when the cancel commits writes nothing after it: the ended send keeps its numbers and its updated_at", async () => {
+    const { h, campaign, op, resend } = await resendSend({ recipients: 150, faults: [{ kind: "slow", ms: 300 }] });
+    await h.step(); // start
+    await h.step(); // fan-out: chunks of 100 and 50
+    h.queue.messages.splice(1);
+    const stepping = h.step(); // the first chunk's request: Resend takes 300 ms to answer
+    await until(() => resend.calls.length === 1, 5_000, "the chunk's request");
+    expect((await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/cancel`)).status).toBe(200);
+    const ended = await operationOf(h.t, op.id);
+    await stepping; // Resend took the 100: the step finds its rows no longer queued
+
+    expect(resend.received).toHaveLength(100);
+    expect(ended).toMatchObject({ status: "failed", progress: { total: 150, delivered: 0, failed: 150 } });
+    expect(ended.updated_at).toBe(ended.completed_at);
+    expect(await operationOf(h.t, op.id)).toEqual(ended);
+    const codes = (await allDeliveries(h.t, campaign.id)).map((d: { error: { code: string } | null }) => d.error?.code);
+    expect(codes.filter((c: string | undefined) => c === "outcome_unknown")).toHaveLength(100);
+    expect(codes.filter((c: string | undefined) => c === "send_canceled")).toHaveLength(50);
   });
 
   it("cancel answers 409 campaign_not_sending for a draft or a scheduled campaign, 404 for another workspace's", async () => {

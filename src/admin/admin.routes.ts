@@ -1,9 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
-import { errorResponse, operatorErrorResponses, operatorWriteErrorResponses, replayedHeader, requestIdHeader } from "../errors/openapi";
+import { bodyErrorResponses, errorResponse, operatorErrorResponses, operatorWriteErrorResponses, replayedHeader, requestIdHeader } from "../errors/openapi";
 import { IdempotencyHeaders, operatorIdempotency } from "../middleware/idempotency";
 import { jsonBody } from "../middleware/request-context";
-import { operationIdOf, routeName } from "../lib/route";
-import { dataResponse, pageEnvelope } from "../lib/schemas";
+import { NoQuery, operationIdOf, routeName } from "../lib/route";
+import { dataResponse, noBody, pageEnvelope } from "../lib/schemas";
 import { WorkspaceSchema } from "../workspaces/workspaces.schemas";
 import { WorkspaceParams } from "../lib/schemas";
 import {
@@ -33,7 +33,7 @@ export const createWorkspaceRoute = createRoute({
   operationId: operationIdOf("Create a workspace"),
   description,
   security,
-  request: { headers: IdempotencyHeaders, body: { required: true, content: { "application/json": { schema: CreateWorkspaceBody } } } },
+  request: { query: NoQuery, headers: IdempotencyHeaders, body: { required: true, content: { "application/json": { schema: CreateWorkspaceBody } } } },
   responses: {
     ...operatorWriteErrorResponses,
     201: { ...dataResponse("The workspace", WorkspaceSchema), headers: { ...requestIdHeader, ...replayedHeader } },
@@ -49,7 +49,7 @@ export const createCredentialRoute = createRoute({
   operationId: operationIdOf("Create a credential"),
   description: `${description} The token is in this response only; store it.`,
   security,
-  request: { headers: IdempotencyHeaders, body: { required: true, content: { "application/json": { schema: CreateCredentialBody } } } },
+  request: { query: NoQuery, headers: IdempotencyHeaders, body: { required: true, content: { "application/json": { schema: CreateCredentialBody } } } },
   responses: {
     ...operatorWriteErrorResponses,
     400: errorResponse(["validation_failed", "invalid_json", "resource_missing"]),
@@ -66,9 +66,11 @@ export const revokeCredentialRoute = createRoute({
   operationId: operationIdOf("Revoke a credential"),
   description: `${description} Revoked tokens answer 401 invalid_credential (other Cloudflare locations may take up to 60 s to notice).`,
   security,
-  request: { params: CredentialParams },
+  request: { params: CredentialParams, query: NoQuery, body: noBody },
   responses: {
     ...operatorErrorResponses,
+    ...bodyErrorResponses,
+    400: errorResponse(["validation_failed", "invalid_json"]),
     200: { ...dataResponse("The revoked credential", CredentialSchema), headers: requestIdHeader },
   },
 });
@@ -103,7 +105,7 @@ export const getCredentialRoute = createRoute({
   operationId: operationIdOf("Retrieve a credential"),
   description: `${description} Never the token.`,
   security,
-  request: { params: CredentialParams },
+  request: { params: CredentialParams, query: NoQuery },
   responses: {
     ...operatorErrorResponses,
     200: { ...dataResponse("The credential", CredentialSchema), headers: requestIdHeader },
@@ -140,7 +142,7 @@ export const getWorkspaceRoute = createRoute({
   operationId: operationIdOf("Retrieve any workspace"),
   description,
   security,
-  request: { params: WorkspaceParams },
+  request: { params: WorkspaceParams, query: NoQuery },
   responses: {
     ...operatorErrorResponses,
     200: { ...dataResponse("The workspace", WorkspaceSchema), headers: requestIdHeader },

@@ -183,7 +183,18 @@ export class ServiceBlockTag extends Tag {
  */
 export const EXPRESSION_FILTERS = ["where_exp", "reject_exp", "group_by_exp", "find_exp", "find_index_exp", "has_exp"] as const;
 
-const configure = (escapeOutputs: boolean) => {
+/**
+ * `service_spaced`: a value's line breaks as spaces, as html shows them outside `<pre>` (the text read
+ * once from an html template prints each value through it: text-once.ts). Like escaping, it charges
+ * nothing against the allocation budget: printing a value is bounded by the output cap alone.
+ */
+export const SPACED_FILTER = "service_spaced";
+function spaced(this: FilterThis, value: unknown): string {
+  return stringify(value).replace(/\r\n?|\n/g, " ");
+}
+
+/** `serviceParts`: the engine of the service's own layouts (its block markers, the text read from html). */
+const configure = (escapeOutputs: boolean, serviceParts = false) => {
   const liquid = new Liquid({
     operators: countedOperators,
     outputEscape: escapeOutputs ? escapeOutput : undefined,
@@ -217,18 +228,17 @@ const configure = (escapeOutputs: boolean) => {
       return text;
     });
   }
+  if (serviceParts) {
+    liquid.registerTag("service_block", ServiceBlockTag);
+    liquid.registerFilter(SPACED_FILTER, spaced);
+  }
   return countingWork(liquid);
-};
-
-const withBlocks = (liquid: Liquid) => {
-  liquid.registerTag("service_block", ServiceBlockTag);
-  return liquid;
 };
 
 export const htmlEngine = configure(true);
 export const plainEngine = configure(false);
-export const htmlLayoutEngine = withBlocks(configure(true));
-export const plainLayoutEngine = withBlocks(configure(false));
+export const htmlLayoutEngine = configure(true, true);
+export const plainLayoutEngine = configure(false, true);
 export type Engine = typeof htmlEngine;
 
 const FORLOOP = ["index", "index0", "rindex", "rindex0", "first", "last", "length", "name"];

@@ -151,9 +151,10 @@ const parseWrapped = (source: string, text: TopLevelText): Template[] => {
   }
 };
 
+/** The text read once from the html: the service's layout engine parses it (its values go through SPACED_FILTER). */
 const tryParse = (source: string): Template[] | null => {
   try {
-    return plainEngine.parse(source);
+    return plainLayoutEngine.parse(source);
   } catch {
     return null;
   }

@@ -1,5 +1,6 @@
 import { Parser } from "htmlparser2";
 import { toText } from "./html-text";
+import { SPACED_FILTER } from "./engine";
 import { LIQUID } from "./liquid-syntax";
 
 // The text part of a campaign without `text` is read from its html. Converting html is far too slow
@@ -203,5 +204,5 @@ const withoutHtmlEscaping = (piece: string) =>
  */
 const asHtmlShowsIt = (piece: string) => {
   const output = withoutHtmlEscaping(piece);
-  return output.startsWith("{{") && output.endsWith("}}") ? `${output.slice(0, -2)} | replace: "\r", " " | replace: "\n", " " }}` : output;
+  return output.startsWith("{{") && output.endsWith("}}") ? `${output.slice(0, -2)} | ${SPACED_FILTER} }}` : output;
 };

@@ -26,11 +26,11 @@ const ErrorSchema = z
   })
   .openapi("Error");
 
-type HeaderObject = { description: string; schema: { type: "string" | "integer" } };
+type HeaderObject = { description: string; required?: boolean; schema: { type: "string" | "integer" } };
 
 /** On every response, success or error. */
 export const requestIdHeader: Record<string, HeaderObject> = {
-  "Request-Id": { description: "This request's id (`req_…`), equal to `error.request_id` on errors.", schema: { type: "string" } },
+  "Request-Id": { description: "This request's id (`req_…`), equal to `error.request_id` on errors.", required: true, schema: { type: "string" } },
 };
 
 /** On every response of a route that takes `Idempotency-Key`, when the answer is a replay. */
@@ -52,7 +52,7 @@ const json = (description: string, headers: Record<string, HeaderObject> = {}) =
 });
 
 const unauthorized = json("missing_credential or invalid_credential", {
-  "WWW-Authenticate": { description: "The bearer challenge.", schema: { type: "string" } },
+  "WWW-Authenticate": { description: "The bearer challenge.", required: true, schema: { type: "string" } },
 });
 
 const sizeText = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`);
@@ -60,7 +60,8 @@ const sizeText = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / (1
 /** The 413 of a route whose bodies may be up to `maxBytes`. */
 export const payloadTooLarge = (maxBytes: number) => json(`payload_too_large: body over ${sizeText(maxBytes)}`);
 
-const body = {
+/** A route that reads a JSON body: too large, or not JSON. */
+export const bodyErrorResponses = {
   413: payloadTooLarge(MAX_BODY_BYTES),
   415: json("unsupported_media_type: body is not application/json"),
 } as const;
@@ -81,21 +82,21 @@ const common = {
   403: json("insufficient_scope"),
   404: json("not_found"),
   429: json("rate_limited", {
-    "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
+    "Retry-After": { description: "Seconds to wait before retrying.", required: true, schema: { type: "integer" } },
   }),
   500: json("internal_error"),
   503: configurationError,
 } as const;
 
 const writes = {
-  ...body,
+  ...bodyErrorResponses,
   409: json("idempotency_key_in_use"),
   422: json("idempotency_key_reused"),
 } as const;
 
 export const readErrorResponses = common;
 /** A route that reads a body without writing (a preview): the body's own errors too. */
-export const bodyReadErrorResponses = { ...common, ...body };
+export const bodyReadErrorResponses = { ...common, ...bodyErrorResponses };
 export const writeErrorResponses = { ...common, ...writes };
 
 /** The operator API: no scopes, workspaces or rate limit; 404 also when ADMIN_TOKEN is unset. */

@@ -67,7 +67,7 @@ export const healthRoute = createRoute({
       content: { "application/json": { schema: HealthSchema } },
     },
     429: errorResponse(["rate_limited"], {
-      "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
+      "Retry-After": { description: "Seconds to wait before retrying.", required: true, schema: { type: "integer" } },
     }),
     503: {
       description: "A check failed: each failed check says what to fix",

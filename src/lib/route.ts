@@ -21,7 +21,8 @@ type ApiRouteConfig = Omit<RouteConfig, "middleware" | "security"> & {
   errorCodes?: { 400?: ErrorCode[]; 409?: ErrorCode[] };
 };
 
-const NoQuery = z.strictObject({});
+/** The query of a route that takes no parameters: any is refused, as list routes refuse those they do not know. */
+export const NoQuery = z.strictObject({});
 
 /**
  * The statuses a stored Idempotency-Key answer can have (the handler's own outcomes): the others

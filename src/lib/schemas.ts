@@ -116,7 +116,7 @@ export const emailAddress = (what: string) =>
     .trim()
     .min(1, { abort: true })
     .check(validEmail)
-    .openapi({ format: "email", pattern: emailPattern, description: `${what} ${emailRules}`, example: "ada@example.com" });
+    .openapi({ pattern: emailPattern, description: `${what} ${emailRules}`, example: "ada@example.com" });
 
 /** Optional email address: `null` or blank means none. */
 export const optionalEmailAddress = (what: string) =>
@@ -127,7 +127,7 @@ export const optionalEmailAddress = (what: string) =>
     .transform(blankToNull)
     .nullable()
     .optional()
-    .openapi({ format: "email", description: `${what} ${emailRules} \`null\` or blank: none.` });
+    .openapi({ description: `${what} ${emailRules} \`null\` or blank: none.` });
 
 // ---- Tags ------------------------------------------------------------------------------------
 

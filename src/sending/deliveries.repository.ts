@@ -227,7 +227,7 @@ export const recordDeliveryResults = async (
             WHERE deliveries.id = r.id AND deliveries.status = 'queued' AND ${ours}`,
         )
         .bind(JSON.stringify(results.sent.map((r) => ({ id: r.id, p: r.providerMessageId }))), now, chunkIds, chunk.seq),
-      d1.prepare(`UPDATE operations SET delivered = delivered + changes(), updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
+      d1.prepare(`UPDATE operations SET delivered = delivered + changes(), updated_at = ?2 WHERE id = ?1 AND changes() > 0`).bind(op.id, now),
     );
   }
   if (results.failed.length > 0) {
@@ -240,7 +240,7 @@ export const recordDeliveryResults = async (
             WHERE deliveries.id = r.id AND deliveries.status = 'queued' AND ${ours}`,
         )
         .bind(JSON.stringify(results.failed.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now, chunkIds, chunk.seq),
-      d1.prepare(`UPDATE operations SET failed = failed + changes(), updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
+      d1.prepare(`UPDATE operations SET failed = failed + changes(), updated_at = ?2 WHERE id = ?1 AND changes() > 0`).bind(op.id, now),
     );
   }
   if (results.retry.length > 0) {
@@ -253,7 +253,7 @@ export const recordDeliveryResults = async (
             WHERE deliveries.id = r.id AND deliveries.status = 'queued' AND ${ours}`,
         )
         .bind(JSON.stringify(results.retry.map((r) => ({ id: r.id, err: r.error, a: r.attempted ? 1 : 0 }))), now, chunkIds, chunk.seq),
-      d1.prepare(`UPDATE operations SET updated_at = ?2 WHERE id = ?1`).bind(op.id, now),
+      d1.prepare(`UPDATE operations SET updated_at = ?2 WHERE id = ?1 AND changes() > 0`).bind(op.id, now),
     );
   }
   // Last: it lowers the chunk's numbers the statements before it read.

@@ -116,7 +116,7 @@ export const deliveryInsertStatements = (d1: D1Database, page: DeliveryPage): [D
       )
       .bind(json, page.workspaceId, page.campaignId, page.operationId, page.now, settled),
     d1
-      .prepare(`UPDATE operations SET total = total + changes(), delivered = delivered + ?3 * changes(), updated_at = ?2 WHERE id = ?1`)
+      .prepare(`UPDATE operations SET total = total + changes(), delivered = delivered + ?3 * changes(), updated_at = ?2 WHERE id = ?1 AND changes() > 0`)
       .bind(page.operationId, page.now, settled),
   ];
 };

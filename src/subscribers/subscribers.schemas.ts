@@ -36,7 +36,7 @@ export const SubscriberSchema = z
   .object({
     id: z.string().openapi({ example: "sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }),
     object: z.literal("subscriber"),
-    email: z.string().openapi({ format: "email" }),
+    email: z.string().openapi({ example: "ada@example.com" }),
     name: z.string().nullable(),
     status,
     tags: z.array(z.string()),

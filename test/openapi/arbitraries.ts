@@ -1,5 +1,6 @@
 import { Validator } from "@cfworker/json-schema";
 import fc from "fast-check";
+import { emailPattern, optionalEmailPattern } from "../../src/lib/text-patterns";
 
 /** The subset of JSON Schema the generated document uses for requests. */
 export type Schema = {
@@ -118,7 +119,8 @@ const maxCharacters = (schema: Schema) => {
 };
 
 const stringArbitrary = (schema: Schema): fc.Arbitrary<string> => {
-  if (schema["x-format"] === "email") return padded(emailArbitrary);
+  // An email field is known by its pattern (the document gives it no `format`: see the README).
+  if (schema.pattern === emailPattern || schema.pattern === optionalEmailPattern) return padded(emailArbitrary);
   if (schema["x-format"] === "date-time") return futureDateTime;
   const max = maxCharacters(schema);
   const maxBytes = schema["x-max-bytes"];

@@ -2,7 +2,7 @@ import { Validator } from "@cfworker/json-schema";
 import { exports } from "cloudflare:workers";
 import { resolve, type Document, type Schema } from "./arbitraries";
 
-type Response = { description: string; headers?: Record<string, unknown>; content?: Record<string, { schema: Schema }> };
+type Response = { description: string; headers?: Record<string, { required?: boolean }>; content?: Record<string, { schema: Schema }> };
 type Operation = { operationId: string; responses: Record<string, Response> };
 type Paths = Record<string, Record<string, Operation>>;
 
@@ -27,11 +27,12 @@ const validators = new Map<string, Validator>();
 
 /**
  * Holds an answer of a documented operation to the document, as a client generated from it would:
- * its status is one the operation lists, and a JSON body validates against that status's schema.
+ * its status is one the operation lists, the headers it marks required are there, and a JSON body
+ * validates against that status's schema.
  * Returns what is wrong, or nothing. Routes the document leaves out (the hosted pages, Resend's
  * feedback, paths no route has) are not its business.
  */
-export const departureFromDocument = async (method: string, url: string, status: number, contentType: string | null, text: string) => {
+export const departureFromDocument = async (method: string, url: string, status: number, headers: Headers, text: string) => {
   const { doc, routes } = await load();
   // The document's paths are relative to its server, `/v1`; the service answers them without it too.
   const path = new URL(url, "https://api.example.test").pathname.replace(/^\/v1(?=\/|$)/, "") || "/";
@@ -42,6 +43,9 @@ export const departureFromDocument = async (method: string, url: string, status:
   if (!operation) return undefined;
   const response = operation.responses[String(status)];
   if (!response) return `${operation.operationId} answered ${status}, which /openapi.json does not list (${Object.keys(operation.responses).join(", ")})`;
+  const missing = Object.entries(response.headers ?? {}).find(([name, header]) => header.required && !headers.has(name));
+  if (missing) return `${operation.operationId} ${status}: no ${missing[0]} header, which /openapi.json marks required`;
+  const contentType = headers.get("content-type");
   const media = response.content && Object.keys(response.content)[0];
   if (!media || method === "HEAD") return undefined;
   if (!contentType?.startsWith(media)) return `${operation.operationId} ${status}: Content-Type ${contentType}, documented ${media}`;
