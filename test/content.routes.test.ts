@@ -259,6 +259,10 @@ describe("test send", () => {
     const six = Array.from({ length: 6 }, (_, i) => `a${i}@example.com`);
     expectError(await t.call("POST", url, { body: { emails: six } }), 400, "validation_failed", "emails");
     expectError(await t.call("POST", url, { body: { emails: ["a@example.com", "nope"] } }), 400, "validation_failed", "emails[1]");
+    // One message an address: the same address twice (in any letter case) is a mistake, named.
+    const twice = await t.call("POST", url, { body: { emails: ["me@example.com", "you@example.com", " ME@Example.com "] } });
+    expectError(twice, 400, "validation_failed", "emails[2]");
+    expect(twice.body.error.message).toBe("emails[2] is the same address as emails[0] (case-insensitively)");
     // A string where the list goes: told that, and only that.
     const single = await t.call("POST", url, { body: { emails: "me@example.com" } });
     expectError(single, 400, "validation_failed", "emails");

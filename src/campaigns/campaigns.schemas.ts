@@ -8,6 +8,7 @@ import {
   idParam,
   isoDateTime,
   limitQuery,
+  noAddressTwice,
   optionalText,
   queryEnum,
   rawText,
@@ -217,7 +218,15 @@ export const TestSendBody = z
       .array(emailAddress("A recipient of the test."))
       .min(1)
       .max(TEST_SEND_MAX)
-      .openapi({ description: `1 to ${TEST_SEND_MAX} addresses.`, example: ["ada@example.com"] }),
+      // One message an address: the same address twice is a mistake, as in a subscriber batch.
+      .superRefine(
+        noAddressTwice(
+          (email) => email,
+          (i) => [i],
+          (first) => `emails[${first}]`,
+        ),
+      )
+      .openapi({ description: `1 to ${TEST_SEND_MAX} addresses, no address twice (case-insensitively).`, example: ["ada@example.com"] }),
     integration_slug: SendCampaignBody.shape.integration_slug,
   })
   .openapi("TestSendRequest");

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { article } from "../errors/zod-messages";
-import { EMAIL_MAX_LENGTH, emailAddressProblem } from "./email";
+import { EMAIL_MAX_LENGTH, emailAddressProblem, emailKey } from "./email";
 import { idPattern, idPrefixes, type IdKind } from "./ids";
 import { emailPattern, optionalEmailPattern, optionalLinePattern, optionalTextPattern, rawTextPattern, requiredLinePattern, requiredTextPattern } from "./text-patterns";
 
@@ -128,6 +128,22 @@ export const optionalEmailAddress = (what: string) =>
     .nullable()
     .optional()
     .openapi({ description: `${what} ${emailRules} \`null\` or blank: none.` });
+
+/**
+ * A list's check that no address is in it twice, as the service compares addresses (case-insensitively):
+ * each later copy is an issue at `at(i)`, naming the first by `named(first)`.
+ */
+export const noAddressTwice =
+  <T>(emailOf: (item: T) => string, at: (i: number) => (string | number)[], named: (first: number) => string) =>
+  (items: T[], ctx: z.RefinementCtx) => {
+    const first = new Map<string, number>();
+    items.forEach((item, i) => {
+      const key = emailKey(emailOf(item));
+      const seen = first.get(key);
+      if (seen === undefined) first.set(key, i);
+      else ctx.addIssue({ code: "custom", path: at(i), message: `is the same address as ${named(seen)} (case-insensitively)` });
+    });
+  };
 
 // ---- Tags ------------------------------------------------------------------------------------
 

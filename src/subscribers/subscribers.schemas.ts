@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { subscribers } from "../db/schema";
-import { EMAIL_MAX_LENGTH, emailKey } from "../lib/email";
+import { EMAIL_MAX_LENGTH } from "../lib/email";
 import { SendCampaignBody } from "../campaigns/campaigns.schemas";
 import {
   afterQuery,
@@ -8,6 +8,7 @@ import {
   idParam,
   isoDateTime,
   limitQuery,
+  noAddressTwice,
   optionalText,
   queryEnum,
   queryText,
@@ -75,15 +76,13 @@ export const CreateSubscriberBatchBody = z
       .min(1)
       .max(SUBSCRIBER_BATCH_MAX)
       // One address once: which of two items would the subscriber be?
-      .superRefine((items, ctx) => {
-        const first = new Map<string, number>();
-        items.forEach((item, i) => {
-          const key = emailKey(item.email);
-          const seen = first.get(key);
-          if (seen === undefined) first.set(key, i);
-          else ctx.addIssue({ code: "custom", path: [i, "email"], message: `is the same address as subscribers[${seen}].email (case-insensitively)` });
-        });
-      })
+      .superRefine(
+        noAddressTwice(
+          (item) => item.email,
+          (i) => [i, "email"],
+          (first) => `subscribers[${first}].email`,
+        ),
+      )
       .openapi({
         description: `1 to ${SUBSCRIBER_BATCH_MAX} subscribers, each as \`POST /subscribers\` takes it; no address twice (case-insensitively).`,
       }),
