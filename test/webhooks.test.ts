@@ -196,6 +196,9 @@ describe("webhook endpoints", () => {
       "https://[2002:7f00:1::]/hook",
       "https://[fec0::1]/hook",
       "https://[100::1]/hook",
+      // The rest of ::/8 (reserved, never routed).
+      "https://[::1:ffff:a00:1]/hook",
+      "https://[ff:1::1]/hook",
       "https://example.com:0/hook",
       "https://192.0.2.10/hook",
       "https://198.51.100.7/hook",

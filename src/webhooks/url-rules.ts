@@ -119,6 +119,7 @@ const isNonPublicIpv6 = (g: number[]) => {
   }
   if (g0 === 0x64 && g1 === 0xff9b) return g2 !== 0 || g3 !== 0 || g4 !== 0 || g5 !== 0 || isNonPublicIpv4(embedded); // NAT64 64:ff9b::/96 (and the local-use /48)
   if (g0 === 0x2002) return isNonPublicIpv4(bytesOf(g1, g2)); // 6to4 2002:a.b.c.d::/48
+  if (g0 < 0x100) return true; // the rest of ::/8, reserved by the IETF: never routed
   return (
     (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) || // discard-only 100::/64
     (g0 === 0x2001 && g1 < 0x200) || // IETF protocol assignments 2001::/23: Teredo (an IPv4 inside), benchmarking, ORCHID, …
