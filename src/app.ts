@@ -134,7 +134,7 @@ export const createApp = () => {
   fixedPaths = shadowedFixedPaths(table);
   // Rendered here rather than thrown: Hono's not-found hook runs outside the middleware chain's error handling.
   app.notFound((c) => {
-    const methods = allowed(c.req.path);
+    const methods = configured(c.req.path, c.env) ? allowed(c.req.path) : undefined;
     const error = methods ? notAllowed(c.req.method, c.req.url, methods) : noRoute(c.req.method, new URL(c.req.url).pathname);
     return renderError(c, error);
   });
@@ -156,6 +156,17 @@ const fromFrameworkError = (err: unknown): unknown => {
     default:
       return err;
   }
+};
+
+/**
+ * Routes that exist only when configured: without ADMIN_TOKEN the operator API, without
+ * RESEND_WEBHOOK_SECRET Resend's feedback route, are unknown paths for every method (a 405 listing
+ * their methods would tell that they exist).
+ */
+const configured = (path: string, env: Partial<Env>): boolean => {
+  if (path === "/admin" || path.startsWith("/admin/")) return Boolean(env.ADMIN_TOKEN);
+  if (path === "/webhooks/resend") return Boolean(env.RESEND_WEBHOOK_SECRET);
+  return true;
 };
 
 const notAllowed = (method: string, url: string, allow: string) =>

@@ -27,6 +27,15 @@ describe("operator API", () => {
       message: "No route for POST /admin/workspaces",
     });
     expect((await call("POST", "/nothing/here")).body.error).toMatchObject({ code: "not_found", message: "No route for POST /nothing/here" });
+    // Every method: a 405 listing the operator API's methods would tell that it exists.
+    for (const [method, path] of [["PUT", "/admin/workspaces"], ["GET", "/v1/admin/credentials/cred_1"], ["PATCH", "/admin/credentials/cred_1"]]) {
+      const other = await app.fetch(new Request(`https://api.example.test${path}`, { method }), { ...env, ADMIN_TOKEN: undefined }, {
+        waitUntil() {},
+        passThroughOnException() {},
+        props: {},
+      } as unknown as ExecutionContext);
+      expect(other.status, `${method} ${path}`).toBe(404);
+    }
   });
 
   it("creates a workspace", async () => {

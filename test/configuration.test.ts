@@ -166,6 +166,9 @@ describe("configuration problems", () => {
     const badSecret = await resend({ RESEND_WEBHOOK_SECRET: "not-a-secret" })("GET", "/health");
     expect(badSecret.status).toBe(503);
     expect(badSecret.body.checks.resend).toEqual({ status: "failed", message: expect.stringMatching(/^RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret/) });
+    // One a verifier takes, but a key of one byte: a warning (anyone could forge feedback).
+    const tiny = await resend({ RESEND_WEBHOOK_SECRET: "whsec_YQ==" })("GET", "/health");
+    expect(tiny.body.checks.resend).toEqual({ status: "warning", message: expect.stringMatching(/^RESEND_WEBHOOK_SECRET's key is 1 bytes: too short/) });
     for (const rps of ["0", "-1", "abc"]) {
       const health = await resend({ RESEND_MAX_RPS: rps })("GET", "/health");
       expect(health.body.checks.resend, rps).toEqual({ status: "warning", message: `RESEND_MAX_RPS (${rps}) is not a positive number of requests a second: sending at Resend's default, 2` });

@@ -142,6 +142,22 @@ describe("POST /subscribers/{subscriber_id}/confirmation", () => {
   });
 });
 
+describe("the confirmation mail's words", () => {
+  it("names the newsletter as the footer and pages do: no direction controls, isolated in html", async () => {
+    const t = await liveTenant();
+    const nl = await createNewsletter(t, { name: "Acme \u202EtseigiD" });
+    const sub = await pendingSubscriber(t);
+    const resend = mockResend();
+    const res = await t.call("POST", `${t.ws}/subscribers/${sub.id}/confirmation`, { body: { newsletter_id: nl.id } });
+    expect(res.status, res.text).toBe(200);
+    const [mail] = resend.received;
+    expect(mail?.subject).toBe("Confirm your subscription to Acme tseigiD");
+    expect(mail?.html).toContain("Press the button to start receiving <bdi>Acme tseigiD</bdi>.");
+    expect(mail?.text).toMatch(/^Confirm your subscription to Acme tseigiD\n/);
+    expect(JSON.stringify(mail)).not.toContain("\u202E");
+  });
+});
+
 describe("the confirmation link", () => {
   it("GET asks, with the newsletter and the masked address, and changes nothing; POST confirms once, with one event", async () => {
     const t = await tenant();

@@ -195,7 +195,7 @@ describe("preview", () => {
     const c = await campaignWith(t, { html: '<html><body><p>Hi</p><p><a href="{{ unsubscribe_url }}">Leave</a></p></body></html>' });
     const p = (await t.call("POST", `${t.ws}/campaigns/${c.id}/preview`)).body.data;
     expect(p.html).toMatch(/<div [^>]*>\n<p [^>]*>1 Main Street, Springfield<\/p><\/div><\/body><\/html>$/);
-    expect(p.text).toMatch(/\n\n--\n1 Main Street, Springfield$/);
+    expect(p.text).toMatch(/\n\n-- \n1 Main Street, Springfield$/);
     const printed = await campaignWith(t, { html: '<p>{{ newsletter.address }} <a href="{{ unsubscribe_url }}">Leave</a></p>' });
     const q = (await t.call("POST", `${t.ws}/campaigns/${printed.id}/preview`)).body.data;
     expect(q.html.match(/1 Main Street/g)).toHaveLength(1);
@@ -259,6 +259,14 @@ describe("test send", () => {
     const six = Array.from({ length: 6 }, (_, i) => `a${i}@example.com`);
     expectError(await t.call("POST", url, { body: { emails: six } }), 400, "validation_failed", "emails");
     expectError(await t.call("POST", url, { body: { emails: ["a@example.com", "nope"] } }), 400, "validation_failed", "emails[1]");
+    // A subject the "[Test] " prefix takes over the 998 characters a subject may have: told, nothing sent.
+    const long = await campaignWith(t, { subject: `{% for i in (1..99) %}0123456789{% endfor %}abc` });
+    expect((await t.call("POST", `${t.ws}/campaigns/${long.id}/preview`, { body: {} })).body.data.subject).toHaveLength(993);
+    const over = await t.call("POST", `${t.ws}/campaigns/${long.id}/test`, { body: { emails: ["me@example.com"] } });
+    expectError(over, 400, "validation_failed", "subject");
+    expect(over.body.error.message).toBe('subject: with the test\'s "[Test] " prefix it renders to 1000 characters, more than a subject\'s 998; shorten it by 2');
+    const fits = await campaignWith(t, { subject: `{% for i in (1..99) %}0123456789{% endfor %}a` });
+    expect((await t.call("POST", `${t.ws}/campaigns/${fits.id}/test`, { body: { emails: ["me@example.com"] } })).status).toBe(200);
     // One message an address: the same address twice (in any letter case) is a mistake, named.
     const twice = await t.call("POST", url, { body: { emails: ["me@example.com", "you@example.com", " ME@Example.com "] } });
     expectError(twice, 400, "validation_failed", "emails[2]");

@@ -20,7 +20,7 @@ describe("rendering", () => {
       { ...bob, name: null, location: "paris" },
     );
     expect(m.subject).toBe("FRIEND");
-    expect(m.text).toBe(`Paris bob@example.com vip,beta import Weekly Notes FRIEND ${URL}\n\n--\n1 Main Street, Springfield`);
+    expect(m.text).toBe(`Paris bob@example.com vip,beta import Weekly Notes FRIEND ${URL}\n\n-- \n1 Main Street, Springfield`);
   });
 
   it("strips line breaks from the rendered subject", () => {
@@ -40,15 +40,15 @@ describe("rendering", () => {
   });
 
   it("falls back to the preheader, else the subject, when there is neither html nor text", () => {
-    expect(render({ preheader: "This week: {{ newsletter.name }}" }).text).toMatch(/^This week: Weekly Notes\n\n--\n/);
+    expect(render({ preheader: "This week: {{ newsletter.name }}" }).text).toMatch(/^This week: Weekly Notes\n\n-- \n/);
     const m = render({});
-    expect(m.text).toMatch(/^Hello\n\n--\n/);
+    expect(m.text).toMatch(/^Hello\n\n-- \n/);
     expect(m.text).toContain(`Unsubscribe: ${URL}`);
     expect(m.html).toBeNull();
   });
 
   it("gives an html with no text of its own (images only, or blank) the preheader, else the subject, as its text part", () => {
-    const footer = `\n\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`;
+    const footer = `\n\n-- \nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`;
     expect(render({ preheader: "This week's picture", html: '<p><img src="https://example.com/a.png" alt=""></p>' }).text).toBe(`This week's picture${footer}`);
     expect(render({ html: "   " }).text).toBe(`Hello${footer}`);
     // Converted after rendering (a tag inside an attribute): the same.
@@ -106,7 +106,7 @@ describe("rendering", () => {
   it("writes text parts with LF line endings only, whatever the template and the address use", () => {
     const crlf = renderMessage(compileCampaign(content({ text: "Hello {{ subscriber.email }}\r\nLine two\r\rBye" }), { ...newsletter, address: "1 Main St\r\nSpringfield" }), bob, URL);
     expect(crlf.text).not.toContain("\r");
-    expect(crlf.text).toContain("Hello bob@example.com\nLine two\n\nBye\n\n--\n");
+    expect(crlf.text).toContain("Hello bob@example.com\nLine two\n\nBye\n\n-- \n");
     expect(crlf.text.endsWith("\n1 Main St\nSpringfield")).toBe(true);
   });
 
@@ -122,7 +122,7 @@ describe("rendering", () => {
   it("adds the footer with the unsubscribe link and the address when the template does not place the link", () => {
     const m = render({ html: "<html><body><p>Body</p></body></html>", text: "Plain body" });
     expect(m.html).toMatch(/<p>Body<\/p><div [^>]*>.*<a href="https:\/\/news\.example\.com\/u\/TOKEN"[^>]*>Unsubscribe<\/a>.*1 Main Street, Springfield.*<\/div><\/body><\/html>$/s);
-    expect(m.text).toBe(`Plain body\n\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`);
+    expect(m.text).toBe(`Plain body\n\n-- \nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`);
     const lines = renderMessage(compileCampaign(content({ html: "<p>x</p>" }), { name: "N", address: "1 Main St <Suite 2>\nSpringfield & Co" }), bob, URL);
     expect(lines.html).toContain("<p style=\"margin:8px 0 0\">1 Main St &lt;Suite 2&gt;<br>\nSpringfield &amp; Co</p>");
     expect(lines.text).toMatch(/1 Main St <Suite 2>\nSpringfield & Co$/);
@@ -140,7 +140,7 @@ describe("rendering", () => {
     expect(footer).not.toMatch(/opacity/);
     expect(footer).toContain('style="color:inherit;text-decoration:underline">Unsubscribe</a>');
     expect(footer).toContain("You’re receiving this email because you subscribed to <bdi>Weekly Notes</bdi>.");
-    expect(m.text).toContain("\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\n");
+    expect(m.text).toContain("\n-- \nYou’re receiving this email because you subscribed to Weekly Notes.\n");
   });
 
   it("adds no footer where the template places unsubscribe_url itself", () => {
@@ -160,16 +160,16 @@ describe("rendering", () => {
     expect(m.html).toMatch(addressOnly);
     expect(m.html).not.toContain("Unsubscribe</a>");
     expect(m.html?.match(/1 Main Street/g)).toHaveLength(1);
-    expect(m.text).toBe(`Body leave <${URL}>\n\n--\n1 Main Street, Springfield`);
+    expect(m.text).toBe(`Body leave <${URL}>\n\n-- \n1 Main Street, Springfield`);
     // The same through liquidjs's renderer (a tag in the part), and from the rendered html.
     expect(render({ html: `<body>{% if true %}<p>Body <a href="{{ unsubscribe_url }}">leave</a></p>{% endif %}</body>` }).html).toMatch(addressOnly);
-    expect(render({ html: '<body><p class="{% if true %}a{% endif %}">Body <a href="{{ unsubscribe_url }}">leave</a></p></body>' }).text).toMatch(/\n\n--\n1 Main Street, Springfield$/);
+    expect(render({ html: '<body><p class="{% if true %}a{% endif %}">Body <a href="{{ unsubscribe_url }}">leave</a></p></body>' }).text).toMatch(/\n\n-- \n1 Main Street, Springfield$/);
     // A written text part that places the link but not the address.
-    expect(render({ html: own, text: "Body. Leave: {{ unsubscribe_url }}" }).text).toBe(`Body. Leave: ${URL}\n\n--\n1 Main Street, Springfield`);
+    expect(render({ html: own, text: "Body. Leave: {{ unsubscribe_url }}" }).text).toBe(`Body. Leave: ${URL}\n\n-- \n1 Main Street, Springfield`);
     // Lines kept.
     const lines = renderMessage(compileCampaign(content({ html: own }), { name: "N", address: "1 Main St\r\nSpringfield" }), bob, URL);
     expect(lines.html).toContain(">1 Main St<br>\nSpringfield</p></div></body>");
-    expect(lines.text).toMatch(/\n--\n1 Main St\nSpringfield$/);
+    expect(lines.text).toMatch(/\n-- \n1 Main St\nSpringfield$/);
   });
 
   it("offers newsletter.address to templates: a message that prints it (or writes it out) gets no second copy", () => {
@@ -203,15 +203,15 @@ describe("rendering", () => {
     const branch = '<p>Hi</p>{% if subscriber.location == "Paris" %}<a href="{{ unsubscribe_url }}">leave</a>{% endif %}';
     const paris = render({ html: branch });
     expect(paris.html).not.toMatch(footer);
-    expect(paris.text).toBe(`Hi\n\nleave <${URL}>\n\n--\n1 Main Street, Springfield`);
+    expect(paris.text).toBe(`Hi\n\nleave <${URL}>\n\n-- \n1 Main Street, Springfield`);
     const elsewhere = render({ html: branch }, { ...bob, location: "Rome" });
     expect(elsewhere.html).toMatch(footer);
-    expect(elsewhere.text).toContain(`\n--\nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
+    expect(elsewhere.text).toContain(`\n-- \nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
     for (const html of ["<p>x</p>{% if false %}{{ unsubscribe_url }}{% endif %}", "{% assign u = unsubscribe_url %}<p>x</p>"]) {
       expect(render({ html }).html).toMatch(footer);
     }
     const text = render({ text: "Body{% if subscriber.location == 'Rome' %} {{ unsubscribe_url }}{% endif %}" }).text;
-    expect(text).toContain(`--\nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
+    expect(text).toContain(`-- \nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}`);
   });
 
   it("counts the link as shown in html only as an <a> element's href outside comments, whichever way the part renders", () => {
@@ -378,7 +378,7 @@ describe("rendering", () => {
     ]) {
       for (const reader of readers) {
         const m = render({ html }, reader);
-        expect(said(before(m.text, "\n--\n")), `${html} for ${reader.name}`).toBe(ownText(m.html));
+        expect(said(before(m.text, "\n-- \n")), `${html} for ${reader.name}`).toBe(ownText(m.html));
       }
     }
     // The benchmark's newsletter (a 20 KB layout of tables, five values, a link to unsubscribe_url) reads its text once.
@@ -413,7 +413,7 @@ describe("rendering", () => {
 
   it("converts the rendered html when the template's Liquid does not survive conversion", () => {
     const m = render({ html: '<p {% if subscriber.name %}class="named"{% endif %}>Hi</p><p>{{ subscriber.email }}</p>' });
-    expect(m.text).toMatch(/^Hi\n\nbob@example.com\n\n--\n/);
+    expect(m.text).toMatch(/^Hi\n\nbob@example.com\n\n-- \n/);
   });
 
   it("renders the sample subscriber", () => {
@@ -421,5 +421,60 @@ describe("rendering", () => {
     // Tagged `sample`, so a preview shows a tag branch; location and source empty.
     const fields = '{{ subscriber.tags | join: "," }}|{{ subscriber.location }}|{{ subscriber.source }}|{% if subscriber.tags contains "sample" %}tagged{% endif %}';
     expect(render({ subject: fields }, SAMPLE_RECIPIENT).subject).toBe("sample|||tagged");
+  });
+});
+
+describe("what readers and their mail clients see", () => {
+  it("gives the footer dark-mode colours of its own in a template with a dark mode, and leaves other templates' footer their text colour", () => {
+    const adaptive =
+      '<style>@media (prefers-color-scheme: dark) { body { background:#18181b !important; } .txt { color:#f4f4f5 !important; } }</style>' +
+      '<body style="color:#18181b"><p class="txt">Hi</p></body>';
+    const dark = render({ html: adaptive }).html ?? "";
+    const footer = dark.slice(dark.indexOf("Hi</p>"));
+    expect(footer).toMatch(/^Hi<\/p><style>@media \(prefers-color-scheme: dark\)\{\.nl-service-footer\{background:#18181b!important;color:#e4e4e7!important;/);
+    expect(footer).toContain('<div class="nl-service-footer" dir="ltr"');
+    // The address-only footer of a template that links the unsubscribe URL itself, too.
+    const linked = render({ html: adaptive.replace("Hi", 'Hi <a href="{{ unsubscribe_url }}">leave</a>') }).html ?? "";
+    expect(linked).toContain('<div class="nl-service-footer" dir="ltr"');
+    expect(linked).toContain("1 Main Street, Springfield");
+    const plain = render({ html: '<body style="color:#333"><p>Hi</p></body>' }).html ?? "";
+    expect(plain).not.toContain("nl-service-footer");
+    expect(plain).not.toContain("<style>");
+  });
+
+  it("ends <body …> where a browser ends it: a > in a quoted attribute value does not, so the preheader goes after the whole tag", () => {
+    const m = render({ preheader: "Teaser", html: '<html><body class="a" data-note="5 > 3" style="margin:0"><p>Hi</p></body></html>' });
+    expect(m.html).toMatch(/^<html><body class="a" data-note="5 > 3" style="margin:0"><div style="display:none[^"]*">Teaser/);
+    const single = render({ preheader: "Teaser", html: "<html data-x='a>b'><p>Hi</p></html>" });
+    expect(single.html).toMatch(/^<html data-x='a>b'><div style="display:none[^"]*">Teaser/);
+  });
+
+  it("reads a text part without the lines that only look blank (spacer cells), what the html hides, or a link's image without its label", () => {
+    const spacer = (fill: string) => `<tr><td height="16" style="font-size:16px;line-height:16px">${fill}</td></tr>`;
+    const html =
+      `<table role="presentation">${spacer("&nbsp;")}<tr><td><h1>Weekly digest</h1></td></tr>${spacer("&nbsp;")}` +
+      `<tr><td><p>First paragraph.</p></td></tr>${spacer("&zwnj;")}${spacer("&#847; &nbsp;")}<tr><td><p>Second, {{ subscriber.location }}.</p></td></tr></table>` +
+      '<span style="display:none !important;mso-hide:all">Hidden teaser &#847; &#847;</span><div style="display: none">Also hidden</div>' +
+      '<p><a href="https://shop.example/new"><img src="https://shop.example/b.png" alt="See new arrivals"></a> ' +
+      '<a href="https://x.example/acme"><img src="https://x.example/i.png" alt=" "></a> <img src="https://t.example/pixel.gif" alt="tracking"></p>';
+    // Both ways of reading the text: once per campaign (no Liquid tag), and per message (a tag).
+    for (const template of [html, `{% if true %}${html}{% endif %}`]) {
+      const text = render({ html: template }).text;
+      expect(text.slice(0, text.indexOf("\n\n-- \n"))).toBe(
+        "Weekly digest\n\nFirst paragraph.\n\nSecond, Paris.\n\nSee new arrivals <https://shop.example/new> https://x.example/acme",
+      );
+    }
+  });
+
+  it("opens the text footer with the signature delimiter, one blank line after the campaign's own text however it ends", () => {
+    for (const own of ["Cheers,\nAda", "Cheers,\nAda\n", "Cheers,\nAda\r\n\r\n\n"]) {
+      expect(render({ text: own }).text).toBe(
+        `Cheers,\nAda\n\n-- \nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`,
+      );
+    }
+    // Blank lines inside the campaign's own text stay as written.
+    expect(render({ text: "A\n\n\n\nB\n" }).text).toMatch(/^A\n\n\n\nB\n\n-- \n/);
+    // From html, tidied, the delimiter keeps its space.
+    expect(render({ html: "<p>Hi</p>" }).text).toMatch(/^Hi\n\n-- \nYou’re receiving/);
   });
 });

@@ -67,9 +67,32 @@ const snapshot = async () => ({
 });
 
 describe("POST /webhooks/resend: bad input changes nothing", () => {
-  it("answers 404 when RESEND_WEBHOOK_SECRET is not set", async () => {
-    const res = await post({ ...env, RESEND_WEBHOOK_SECRET: undefined } as Env, { body: event("email.delivered", "re_1") });
+  it("answers 404 when RESEND_WEBHOOK_SECRET is not set, for every method (a 405 would tell the route exists)", async () => {
+    const unset = { ...env, RESEND_WEBHOOK_SECRET: undefined } as Env;
+    const res = await post(unset, { body: event("email.delivered", "re_1") });
     expectError(res, 404, "not_found");
+    const other = (method: string, testEnv: Env) =>
+      app.fetch(new Request("https://api.example.test/v1/webhooks/resend", { method }), testEnv, createExecutionContext());
+    for (const method of ["GET", "PUT", "DELETE"]) expect((await other(method, unset)).status).toBe(404);
+    const configured = await other("GET", { ...env, RESEND_WEBHOOK_SECRET: SECRET } as Env);
+    expect(configured.status).toBe(405);
+    expect(configured.headers.get("allow")).toBe("POST");
+  });
+
+  it("verifies the signature over the body's own bytes: a byte-order mark is part of it, and bytes that are not UTF-8 are a 400", async () => {
+    const testEnv = { ...env, RESEND_WEBHOOK_SECRET: SECRET } as Env;
+    // Signed with its BOM, the body verifies (then is no JSON object); signed without it, it does not.
+    const withBom = `\uFEFF${event("email.delivered", "re_1")}`;
+    expectError(await post(testEnv, { body: withBom }), 400, "invalid_json");
+    expectError(await post(testEnv, { body: withBom, signedBody: withBom.slice(1) }), 401, "invalid_signature");
+    const bytes = new Uint8Array([...new TextEncoder().encode('{"type":"email.delivered","data":{"email_id":"re_'), 0xff, 0xfe, ...new TextEncoder().encode('"}}')]);
+    const res = await app.fetch(
+      new Request("https://api.example.test/webhooks/resend", { method: "POST", headers: { "content-type": "application/json" }, body: bytes }),
+      testEnv,
+      createExecutionContext(),
+    );
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "invalid_json", message: "The webhook body is not UTF-8 text" });
   });
 
   it("401 invalid_signature: no signature, a wrong one, another secret, an old timestamp, one that is not a whole number, a body altered after signing", async () => {
@@ -130,10 +153,20 @@ describe("POST /webhooks/resend: effects", () => {
     expect((await post(s.h.env, { id: "msg_delivered", body: event("email.delivered", id) })).body.data.result).toBe("applied");
     expect(await s.delivery(d.id)).toMatchObject({ status: "delivered" });
 
-    await post(s.h.env, { body: JSON.stringify({ type: "email.opened", created_at: "2026-11-02T10:05:00.000Z", data: { email_id: id } }) });
-    await post(s.h.env, { body: JSON.stringify({ type: "email.opened", created_at: "2026-11-02T11:00:00.000Z", data: { email_id: id } }) });
-    await post(s.h.env, { body: JSON.stringify({ type: "email.clicked", created_at: "2026-11-02T10:06:00.000Z", data: { email_id: id } }) });
+    // Sent on 2 November, at 10:00.
+    await env.DB.prepare("UPDATE deliveries SET created_at = ? WHERE id = ?").bind(Date.parse("2026-11-02T10:00:00.000Z"), d.id).run();
+    const report = (type: string, at: string) => post(s.h.env, { body: JSON.stringify({ type, created_at: at, data: { email_id: id } }) });
+    expect((await report("email.opened", "2026-11-02T10:05:00.000Z")).body.data.result).toBe("applied");
+    expect((await report("email.opened", "2026-11-02T11:00:00.000Z")).body.data.result).toBe("ignored");
+    await report("email.clicked", "2026-11-02T10:06:00.000Z");
     expect(await s.delivery(d.id)).toMatchObject({ opened_at: "2026-11-02T10:05:00.000Z", clicked_at: "2026-11-02T10:06:00.000Z" });
+    // Reports come in any order: the earliest open is the first, and a report's time is kept between
+    // the send and its arrival (a clock at 1970 is the send's time; one years ahead, no earlier open).
+    expect((await report("email.opened", "2026-11-02T10:02:00.000Z")).body.data.result).toBe("applied");
+    expect((await report("email.clicked", "+275760-09-13T00:00:00.000Z")).body.data.result).toBe("ignored");
+    expect(await s.delivery(d.id)).toMatchObject({ opened_at: "2026-11-02T10:02:00.000Z", clicked_at: "2026-11-02T10:06:00.000Z" });
+    await report("email.opened", "1970-01-01T00:00:00.000Z");
+    expect(await s.delivery(d.id)).toMatchObject({ opened_at: "2026-11-02T10:00:00.000Z" });
 
     const before = await snapshot();
     const again = await post(s.h.env, { id: "msg_delivered", body: event("email.delivered", id) });
@@ -155,6 +188,25 @@ describe("POST /webhooks/resend: effects", () => {
     const late = await post(s.h.env, { body: event("email.delivered", hard.provider_message_id ?? "") });
     expect(late.body.data.result).toBe("ignored");
     expect(await s.delivery(hard.id)).toMatchObject({ status: "bounced" });
+  });
+
+  it("a permanent bounce of an address the subscriber has since changed leaves the new address alone; a complaint follows the person", async () => {
+    const s = await sentCampaign(3);
+    const [bounced, complained, cased] = s.deliveries as [Delivery, Delivery, Delivery];
+    for (const [d, to] of [[bounced, "moved-on@example.com"], [complained, "also-moved@example.com"], [cased, cased.email.toUpperCase()]] as const) {
+      expect((await s.h.t.call("PATCH", `${s.h.t.ws}/subscribers/${d.subscriber_id}`, { body: { email: to } })).status).toBe(200);
+    }
+    const hard = await post(s.h.env, { body: event("email.bounced", bounced.provider_message_id ?? "", { bounce: { type: "Permanent" } }) });
+    expect(hard.body.data.result).toBe("applied");
+    expect(await s.delivery(bounced.id)).toMatchObject({ status: "bounced", bounce_type: "Permanent" });
+    expect(await s.subscriberStatus(bounced.subscriber_id)).toBe("active");
+    await post(s.h.env, { body: event("email.complained", complained.provider_message_id ?? "") });
+    expect(await s.subscriberStatus(complained.subscriber_id)).toBe("unsubscribed");
+    const events = (await s.h.t.call("GET", `${s.h.t.ws}/events`)).body.data.map((e: { type: string }) => e.type);
+    expect(events.filter((t: string) => t === "subscriber.bounced")).toEqual([]);
+    // A change of letter case alone is the same address: the bounce reaches it.
+    await post(s.h.env, { body: event("email.bounced", cased.provider_message_id ?? "", { bounce: { type: "Permanent" } }) });
+    expect(await s.subscriberStatus(cased.subscriber_id)).toBe("bounced");
   });
 
   it("a complaint marks the delivery complained and unsubscribes the subscriber; a redelivered one changes nothing again", async () => {

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { deliveryInsertStatements } from "../src/sending/fanout.repository";
+import { loadOperationState, markOperationRunning, type OperationState } from "../src/sending/send.repository";
 import { expectError, seedSubscribers, until } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
@@ -281,6 +282,25 @@ describe("scheduling and the sweeper", () => {
     expect(h.queue.messages).toEqual([{ body: { type: "start", operation_id: op.id }, attempts: 1, delaySeconds: 5 }]);
     const row = await h.env.DB.prepare("SELECT start_at FROM operations WHERE id = ?").bind(op.id).first<{ start_at: number }>();
     expect(row?.start_at).toBe(Date.parse(soon.body.data.scheduled_at));
+  });
+
+  it("a start that read its send as due before a reschedule moved it later does not start it: the PATCH's 200 holds", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 2);
+    const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 3600_000).toISOString() });
+    const op = await send(h.t, campaign.id, {});
+    // The hour has passed: the start step reads the operation, due...
+    await h.env.DB.prepare("UPDATE operations SET start_at = ? WHERE id = ?").bind(Date.now() - 1_000, op.id).run();
+    const read = (await loadOperationState(h.env.DB, op.id)) as OperationState;
+    expect(read.startAt).toBeLessThan(Date.now());
+    // ...and before it marks it running, a PATCH moves the send an hour later.
+    const later = new Date(Date.now() + 3600_000).toISOString();
+    const moved = await h.t.call("PATCH", `${h.t.ws}/campaigns/${campaign.id}`, { body: { scheduled_at: later } });
+    expect(moved.body.data).toMatchObject({ status: "scheduled", scheduled_at: later });
+    expect(await markOperationRunning(h.env.DB, read, Date.now())).toBe(false);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "queued" });
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data).toMatchObject({ status: "scheduled", scheduled_at: later });
+    expect((await h.t.call("GET", `${h.t.ws}/events?type=campaign.sending`)).body.data).toEqual([]);
   });
 
   it("a scheduled campaign's scheduled_at cannot be cleared (409, nothing changes); a draft's can", async () => {

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
-import { notFound, resourceMissing } from "../errors/api-error";
-import { SAMPLE_RECIPIENT, TemplateError, templateInvalid } from "../content";
+import { invalidParam, notFound, resourceMissing } from "../errors/api-error";
+import { MAX_RENDERED, SAMPLE_RECIPIENT, TemplateError, templateInvalid } from "../content";
 import type { AppEnv } from "../lib/types";
 import { type Addressee, type Composer, composeEmail, composerFor, SAMPLE_SUBSCRIBER_ID } from "../sending/compose";
 import { type EmailOutcome, noOutcome } from "../sending/integrations/types";
@@ -64,6 +64,8 @@ export const previewEmail = async (
   };
 };
 
+const TEST_PREFIX = "[Test] ";
+
 /** Sends the sample subscriber's message, subject prefixed `[Test] `, to each address; records nothing. */
 export const testSend = async (
   c: Context<AppEnv>,
@@ -75,10 +77,17 @@ export const testSend = async (
   const composer = await composerOf(c, workspaceId, campaignId);
   // One message (the sample subscriber's), addressed to each.
   const email = await compose(composer, SAMPLE, "test");
+  const subject = `${TEST_PREFIX}${email.subject}`;
+  if (subject.length > MAX_RENDERED.subject) {
+    throw invalidParam(
+      "subject",
+      `subject: with the test's "${TEST_PREFIX}" prefix it renders to ${subject.length} characters, more than a subject's ${MAX_RENDERED.subject}; shorten it by ${subject.length - MAX_RENDERED.subject}`,
+    );
+  }
   // The provider's key, and the message ids its request carries (as tags): the same on a retry of
   // this request (same Idempotency-Key), so the provider mails nobody twice.
   const ids = await oneOffIds(c, "test_send");
-  const emails = request.emails.map((to, i) => ({ ...email, deliveryId: ids.messageId(i), to, subject: `[Test] ${email.subject}` }));
+  const emails = request.emails.map((to, i) => ({ ...email, deliveryId: ids.messageId(i), to, subject }));
   // Each address's outcome, by message id. A request refused for one address named in it fails that
   // address only: the others go in a request of their own (as a send's batch does), under a key of
   // its own that a retry of this test send meets again (the provider's refusals repeat).

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { ApiError, notFound, resourceMissing } from "../errors/api-error";
 import { oneLine } from "../content/layout";
-import { escapeHtml } from "../lib/html";
+import { escapeHtml, isolatedHtml, withoutDirectionControls } from "../lib/html";
 import { publicBaseUrl } from "../lib/public-origin";
 import type { AppEnv } from "../lib/types";
 import { formatFrom } from "../sending/compose";
@@ -23,14 +23,17 @@ const confirmationEmail = (
   url: string,
   messageId: string,
 ): OutboundEmail => {
-  const name = escapeHtml(newsletter.name);
+  // The name as the footer and the pages show it: one line, without direction controls (an override
+  // left open turned the sentence round it), and isolated in html.
+  const plainName = withoutDirectionControls(oneLine(newsletter.name));
+  const name = isolatedHtml(plainName);
   const href = escapeHtml(url);
   return {
     deliveryId: messageId,
     from: formatFrom(newsletter),
     replyTo: newsletter.replyTo,
     to,
-    subject: `Confirm your subscription to ${oneLine(newsletter.name)}`,
+    subject: `Confirm your subscription to ${plainName}`,
     html: `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>Confirm your subscription</title></head>
 <body style="margin:0;padding:24px 16px;background:#f4f5f7;font:16px/1.55 -apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,Arial,sans-serif;color:#1c1e21">
@@ -43,7 +46,7 @@ const confirmationEmail = (
 <p style="margin:16px 0 0;color:#5f6672;font-size:14px">Didn’t ask for this? Ignore this message: nothing is sent until you confirm.</p>
 </div></body></html>
 `,
-    text: `Confirm your subscription to ${newsletter.name}\n\nOpen this link to start receiving it:\n${url}\n\nDidn’t ask for this? Ignore this message: nothing is sent until you confirm.\n`,
+    text: `Confirm your subscription to ${plainName}\n\nOpen this link to start receiving it:\n${url}\n\nDidn’t ask for this? Ignore this message: nothing is sent until you confirm.\n`,
     headers: {},
   };
 };

@@ -5,8 +5,14 @@ import { Parser } from "htmlparser2";
 // can read, and the tidying every text part gets. text-once.ts reads a text template from an html
 // template with it.
 
-type Node = { type?: string; name?: string; data?: string; attribs?: Record<string, string>; children?: Node[] };
+type Node = { type?: string; name?: string; data?: string; attribs?: Record<string, string>; children?: Node[]; parent?: Node | null };
 type Format = (elem: Node, walk: unknown, builder: { options: { formatters: Record<string, Format> } }, options: unknown) => void;
+
+/** Whether an element is inside an `<a>`. */
+const insideLink = (node: Node): boolean => {
+  for (let at = node.parent; at; at = at.parent) if (at.type === "tag" && at.name === "a") return true;
+  return false;
+};
 
 /** Whether a table holds header cells of its own (not only inside a table nested in one of its cells). */
 const hasHeaderCell = (node: Node): boolean =>
@@ -36,6 +42,10 @@ const convert = compile({
   formatters: {
     // A table with header cells holds data: a row per line, its cells in columns (up to MAX_DATA_CELLS).
     // Any other lays a message out: its cells are blocks, read one after the other.
+    linkLabel: ((elem, _walk, builder) => {
+      const alt = elem.attribs?.alt?.trim();
+      if (alt && insideLink(elem)) (builder as unknown as { addInline: (text: string) => void }).addInline(alt);
+    }) as Format,
     table: ((elem, walk, builder, options) =>
       (hasHeaderCell(elem) && !moreCellsThan(elem, MAX_DATA_CELLS) ? builder.options.formatters.dataTable : builder.options.formatters.block)?.(elem, walk, builder, options)) as Format,
   } as never,
@@ -43,8 +53,12 @@ const convert = compile({
     // Tracking pixels and decorative images have nothing to say in text; nor has a title, which no
     // client shows (even when the html has no <body>). Not the whole <head>: a template that opens
     // one and never closes it has its content there, as a browser would not.
-    { selector: "img", format: "skip" },
+    // An image inside a link is its label (an image button, a social icon): its alt text stays.
+    { selector: "img", format: "linkLabel" },
     { selector: "title", format: "skip" },
+    // What the html hides (a template's own hidden preview line, say) no client shows.
+    { selector: '[style*="display:none"]', format: "skip" },
+    { selector: '[style*="display: none"]', format: "skip" },
     { selector: "a", options: { hideLinkHrefIfSameAsText: true, linkBrackets: ["<", ">"] } },
     // html-to-text drops `mailto:`, which leaves `<editor@example.com?subject=…>`: neither a URL nor
     // an address. The scheme stays.
@@ -137,9 +151,18 @@ export const htmlToText = (html: string): string => tidyText(toText(html));
 /** One kind of line ending in a text part: text written with CRLF (or CR) gets LF, as the footer has. */
 export const lineFeeds = (text: string): string => (text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text);
 
-/** Blank lines left by tags that rendered nothing collapse to one; no trailing space; LF line endings. */
+/** Whether the line that ends at `at` (before its trailing spaces) reads `--`. */
+const isDelimiterLine = (all: string, at: number) => at >= 2 && all.startsWith("--", at - 2) && (at === 2 || all[at - 3] === "\n");
+
+/**
+ * Blank lines left by tags that rendered nothing collapse to one, and so do lines that only look
+ * blank (a spacer cell's `&nbsp;` or `&zwnj;`); no trailing space; LF line endings.
+ */
 export const tidyText = (text: string): string =>
   lineFeeds(text)
-    .replace(/[ \t]+\n/g, "\n")
+    .replace(/^[ \t\u00a0\u034f\u200b-\u200d\u2060\ufeff]+$/gm, "")
+    // A run of spaces is matched from its start only (the lookbehind), so a long run costs one pass;
+    // a signature delimiter (`-- `, the footer's first line) keeps its space.
+    .replace(/(?<![ \t])[ \t]+\n/g, (_spaces: string, at: number, all: string) => (isDelimiterLine(all, at) ? " \n" : "\n"))
     .replace(/\n{3,}/g, "\n\n")
     .trim();

@@ -1,5 +1,6 @@
 import { escapeHtml, isolatedHtml, withoutDirectionControls } from "../lib/html";
 import { LIQUID } from "./liquid-syntax";
+import { scanTag } from "./markup-reader";
 
 // What the service adds to every campaign message: the preheader as hidden preview text at the top
 // of the html, and the footer with the unsubscribe link and the newsletter's postal address unless
@@ -32,12 +33,34 @@ const PREHEADER_PADDING = `\n${"&#847;&zwnj;&nbsp;".repeat(10)}`.repeat(9);
  * shows on light and dark; English, so it keeps its own
  * direction and language inside a right-to-left message; a long name wraps instead of widening the page.
  */
-const FOOTER_OPEN =
-  '<div dir="ltr" lang="en" style="box-sizing:border-box;max-width:600px;margin:32px auto 0;padding:16px 16px 0;' +
+const FOOTER_STYLE =
+  'dir="ltr" lang="en" style="box-sizing:border-box;max-width:600px;margin:32px auto 0;padding:16px 16px 0;' +
   'border-top:1px solid rgba(128,128,128,0.35);font:12px/1.5 Arial,Helvetica,sans-serif;text-align:center;' +
-  'overflow-wrap:anywhere;word-wrap:break-word">';
+  'overflow-wrap:anywhere;word-wrap:break-word"';
+
+/** A template with a dark mode of its own (`@media (prefers-color-scheme: dark)`). */
+const DARK_MODE = /prefers-color-scheme\s*:\s*dark/i;
+
+/**
+ * The footer's opening. In a template with a dark mode of its own, the text colour the footer takes
+ * from `<body>` is the light one (a dark mode recolours its own elements, seldom `<body>`'s text): there
+ * the footer brings its own dark-mode colours, light text on a dark band, readable whatever the
+ * template's dark background is. Other templates keep one scheme, and the footer their text colour.
+ */
+const footerOpen = (htmlSource: string) =>
+  DARK_MODE.test(htmlSource)
+    ? "<style>@media (prefers-color-scheme: dark){.nl-service-footer{background:#18181b!important;color:#e4e4e7!important;" +
+      "padding-bottom:16px!important}.nl-service-footer a{color:#e4e4e7!important}}</style>" +
+      `<div class="nl-service-footer" ${FOOTER_STYLE}>`
+    : `<div ${FOOTER_STYLE}>`;
 
 const RECEIVING = "You’re receiving this email because you subscribed to";
+
+/**
+ * The text footer's first line: the signature delimiter (RFC 3676, dash dash space), which mail
+ * clients grey and leave out of replies, so a reply does not quote the reader's unsubscribe link.
+ */
+export const SIGNATURE_DELIMITER = "-- \n";
 
 /** The postal address in the html footer: its lines as lines in every client (not all of them apply `white-space`). */
 const htmlAddressLines = (address: string, margin: string) => `\n<p style="${margin}">${escapeHtml(address).replace(/\r\n?|\n/g, "<br>\n")}</p>`;
@@ -55,15 +78,15 @@ export const oneLine = (value: string) => value.replace(/[\u0000-\u001F\u007F-\u
  * The blocks of one newsletter's messages: everything but the preheader and the unsubscribe link is
  * fixed, so a message's blocks cost a few concatenations.
  */
-export const serviceBlocks = (newsletter: { name: string; address: string | null }) => {
+export const serviceBlocks = (newsletter: { name: string; address: string | null }, htmlSource: string) => {
   // A name saved before names had to be one line may still hold a line break: the footer's sentence stays
   // one. Its direction controls go (an override left open reversed the sentence and the Unsubscribe
   // link after it), and in html it is isolated, as on the unsubscribe page.
   const name = withoutDirectionControls(oneLine(newsletter.name));
   const htmlAddress = newsletter.address ? htmlAddressLines(newsletter.address, "margin:8px 0 0") : "";
-  const htmlBefore = `${FOOTER_OPEN}\n<p style="margin:0">${RECEIVING} ${isolatedHtml(name)}. <a href="`;
+  const htmlBefore = `${footerOpen(htmlSource)}\n<p style="margin:0">${RECEIVING} ${isolatedHtml(name)}. <a href="`;
   const htmlAfter = `" style="color:inherit;text-decoration:underline">Unsubscribe</a></p>${htmlAddress}</div>`;
-  const textBefore = `\n\n--\n${RECEIVING} ${name}.\nUnsubscribe: `;
+  const textBefore = `\n\n${SIGNATURE_DELIMITER}${RECEIVING} ${name}.\nUnsubscribe: `;
   const textAfter = newsletter.address ? `\n${lineFeedsOf(newsletter.address)}` : "";
   return (preheader: string, unsubscribeUrl: string): ServiceBlocks => ({
     preheader: preheader ? `${PREHEADER_OPEN}${escapeHtml(preheader)}${PREHEADER_PADDING}</div>` : "",
@@ -76,9 +99,11 @@ export const serviceBlocks = (newsletter: { name: string; address: string | null
 export type TopLevelText = { begin: number; end: number }[];
 
 const COMMENT = /<!--[\s\S]*?(?:-->|$)/g;
-const BODY_OPEN = /<body\b[^>]*>/gi;
+const BODY_OPEN = /<body\b/gi;
 const HEAD_CLOSE = /<\/head\s*>/gi;
-const HTML_OPEN = /<html\b[^>]*>/gi;
+const HTML_OPEN = /<html\b/gi;
+/** How far an opening `<body>` or `<html>` tag is read for its end: its attributes are short. */
+const TAG_READ = 8 * 1024;
 const DOCTYPE = /^\s*<!doctype\b[^>]*>/gi;
 const BODY_CLOSE = /<\/body\s*>/gi;
 const HTML_CLOSE = /<\/html\s*>/gi;
@@ -96,9 +121,9 @@ export const wrapHtml = (html: string, text: TopLevelText): string => {
   const masked = html.replace(LIQUID, blank).replace(COMMENT, blank);
   const topLevel = (at: number) => text.some((piece) => piece.begin <= at && at <= piece.end);
   const open = [BODY_OPEN, HEAD_CLOSE, HTML_OPEN, DOCTYPE]
-    .map((tag) => [...masked.matchAll(tag)].find((m) => topLevel(m.index) && topLevel(m.index + m[0].length)))
+    .map((tag) => [...masked.matchAll(tag)].map(wholeTag(masked)).find((m) => m !== undefined && topLevel(m.index) && topLevel(m.end)))
     .find((m) => m !== undefined);
-  const start = open ? open.index + open[0].length : 0;
+  const start = open ? open.end : 0;
   const close = [BODY_CLOSE, HTML_CLOSE]
     .map((tag) => [...masked.matchAll(tag)].filter((m) => m.index >= start && topLevel(m.index)).at(-1))
     .find((m) => m !== undefined);
@@ -107,6 +132,20 @@ export const wrapHtml = (html: string, text: TopLevelText): string => {
 };
 
 const blank = (piece: string) => " ".repeat(piece.length);
+
+/**
+ * A match of a tag's start (`<body`) as far as the tag's end, read as a browser reads it: a `>` in a
+ * quoted attribute value (`data-note="5 > 3"`) does not end it. Undefined when it does not end within
+ * TAG_READ characters. A whole-tag pattern (`</head>`, the doctype) is taken as it matched.
+ */
+const wholeTag =
+  (masked: string) =>
+  (m: RegExpMatchArray): { index: number; end: number } | undefined => {
+    const index = m.index ?? 0;
+    if (m[0].endsWith(">")) return { index, end: index + m[0].length };
+    const { end } = scanTag(masked, index + 1, Math.min(masked.length, index + TAG_READ));
+    return end === -1 ? undefined : { index, end: end + 1 };
+  };
 
 /** The end of an `<a …>` tag's text just before an href's value (quoted or not). */
 const HREF_BEFORE = /<a\s[^<>]*?\bhref\s*=\s*["']?$/i;
@@ -209,7 +248,7 @@ const addressFooter = (footer: string, address: string, source: string, html: bo
 export const addressFooters = (address: string | null, htmlSource: string, textSource: string): { html: AddressFooter; text: AddressFooter } | null => {
   if (!address) return null;
   return {
-    html: addressFooter(`${FOOTER_OPEN}${htmlAddressLines(address, "margin:0")}</div>`, address, htmlSource, true),
-    text: addressFooter(`\n\n--\n${lineFeedsOf(address)}`, address, textSource, false),
+    html: addressFooter(`${footerOpen(htmlSource)}${htmlAddressLines(address, "margin:0")}</div>`, address, htmlSource, true),
+    text: addressFooter(`\n\n${SIGNATURE_DELIMITER}${lineFeedsOf(address)}`, address, textSource, false),
   };
 };

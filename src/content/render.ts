@@ -3,7 +3,7 @@ import { BLOCK_AT, BLOCKS, type BlockOffsets, type Engine, htmlEngine, htmlLayou
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
 import { htmlToText, lineFeeds, tidyText, UnreadableHtml } from "./html-text";
 import { deriveTextTemplate } from "./text-once";
-import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
+import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, SIGNATURE_DELIMITER, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, TemplateError, type TemplateField } from "./validate";
 
@@ -103,7 +103,7 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
     text = { kind: "fallback" };
   }
   const address = addressFooters(newsletter.address, content.html ?? "", content.text ?? content.html ?? "");
-  const common = { subject, preheader, html, htmlLinked, newsletter, blocks: serviceBlocks(newsletter), address };
+  const common = { subject, preheader, html, htmlLinked, newsletter, blocks: serviceBlocks(newsletter, content.html ?? ""), address };
   if (text.kind !== "template" || !text.derived) return { ...common, text, outputs: slots?.size ?? 0 };
   // The text read once is tried on a few readers against their own html, converted: what the
   // checks before missed, it shows here (for these readers), and the text is read per message.
@@ -225,7 +225,7 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
     case "template": {
       const out = renderer.render(text.part, MAX_RENDERED.text, text.linked ? { url, footer: "footer_text", address } : undefined);
       if (text.derived && isBlank(out, blocks.footer_text, at.footer_text)) return fallbackText();
-      return text.tidy ? tidyText(out) : lineFeeds(out);
+      return text.tidy ? tidyText(out) : lineFeeds(withoutNewlinesBefore(out, at.footer_text));
     }
     case "from_rendered_html": {
       const converted = htmlProblem(() => htmlToText(renderer.render(text.html, MAX_RENDERED.html)));
@@ -236,6 +236,17 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
     case "fallback":
       return fallbackText();
   }
+};
+
+/**
+ * A campaign's own text as written, but the line breaks it ends with where the footer follows (the
+ * footer opens with its own blank line; an editor saves text ending in one): one blank line between.
+ */
+const withoutNewlinesBefore = (out: string, footerAt: number | undefined): string => {
+  if (footerAt === undefined || !out.startsWith(`\n\n${SIGNATURE_DELIMITER}`, footerAt)) return out;
+  let end = footerAt;
+  while (end > 0 && (out[end - 1] === "\n" || out[end - 1] === "\r")) end--;
+  return end === footerAt ? out : out.slice(0, end) + out.slice(footerAt);
 };
 
 const VISIBLE = /\S/g;

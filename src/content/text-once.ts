@@ -1,5 +1,5 @@
 import { Parser } from "htmlparser2";
-import { toText } from "./html-text";
+import { tidyText, toText } from "./html-text";
 import { SPACED_FILTER } from "./engine";
 import { LIQUID } from "./liquid-syntax";
 
@@ -173,7 +173,8 @@ export const deriveTextTemplate = (htmlTemplate: string): string | null => {
   // What `newline_to_br` prints breaks lines in the html (a `<br />` each), which a text read once
   // shows as spaces (asHtmlShowsIt): such html is read per message, its breaks as the reader sees them.
   if (pieces.some((piece) => piece.includes("newline_to_br"))) return null;
-  const text = toText(masked);
+  // Tidied as a message's text is (its blank and blank-looking lines), before any value is known.
+  const text = tidyText(toText(masked));
   // Liquid the html shows as text (`&#123;&#123; x &#125;&#125;`, `{<b></b>{ x }}`) would be Liquid
   // to the text template: such text is left to each message's html.
   const inVerbatim = verbatimPieces(pieces);

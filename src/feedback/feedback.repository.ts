@@ -26,6 +26,12 @@ const rankOf = { delivered: 2, complained: 4 } as const;
 const UNSEEN = `NOT EXISTS (SELECT 1 FROM webhook_receipts WHERE svix_id = ?1)`;
 const OF_MESSAGE = `provider_message_id = ?2 AND ${UNSEEN}`;
 const SUBSCRIBER_OF_MESSAGE = `id IN (SELECT subscriber_id FROM deliveries WHERE provider_message_id = ?2) AND ${UNSEEN}`;
+/**
+ * The subscriber still at the address the message went to (case aside: addresses are ASCII, and
+ * SQLite's lower() folds ASCII letters as the service's key does): a bounce says that address is dead,
+ * not the one the subscriber has moved to since.
+ */
+const SUBSCRIBER_AT_ADDRESS_OF_MESSAGE = `${SUBSCRIBER_OF_MESSAGE} AND email_key = (SELECT lower(email) FROM deliveries WHERE provider_message_id = ?2)`;
 
 const moveDelivery = (status: keyof typeof rankOf) =>
   `UPDATE deliveries SET status = '${status}', updated_at = ?4
@@ -47,6 +53,16 @@ const SENT_AFTER_ALL: Effect[] = [
            WHERE changes() > 0 AND id = (SELECT operation_id FROM deliveries WHERE provider_message_id = ?2)`,
   },
 ];
+
+/**
+ * The first open (or click): the earliest report, whatever order the reports arrive in, its time
+ * kept between the delivery's creation and now (a report's clock is not this service's).
+ */
+const firstTime = (column: "opened_at" | "clicked_at") => {
+  const at = `max(created_at, min(?3, ?4))`;
+  return `UPDATE deliveries SET ${column} = ${at}, updated_at = ?4
+           WHERE ${OF_MESSAGE} AND (${column} IS NULL OR ${column} > ${at})`;
+};
 
 /** One change an event makes, and the outgoing event (outbox) that reports it when it applies. */
 type Effect = { sql: string; event?: EventSpec };
@@ -80,7 +96,7 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
         ...effects,
         {
           sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
-                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'
+                 WHERE ${SUBSCRIBER_AT_ADDRESS_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'
                    AND NOT EXISTS (SELECT 1 FROM deliveries WHERE provider_message_id = ?2 AND status = 'complained')`,
           event: { type: "subscriber.bounced", resource: "subscriber", id: subscriber },
         },
@@ -103,9 +119,9 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
         },
       ];
     case "email.opened":
-      return [{ sql: `UPDATE deliveries SET opened_at = ?3, updated_at = ?4 WHERE ${OF_MESSAGE} AND opened_at IS NULL` }];
+      return [{ sql: firstTime("opened_at") }];
     case "email.clicked":
-      return [{ sql: `UPDATE deliveries SET clicked_at = ?3, updated_at = ?4 WHERE ${OF_MESSAGE} AND clicked_at IS NULL` }];
+      return [{ sql: firstTime("clicked_at") }];
     default:
       return [];
   }

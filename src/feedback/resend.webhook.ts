@@ -75,13 +75,26 @@ const toEvent = (svixId: string, parsed: unknown, now: number): FeedbackEvent =>
   };
 };
 
+/**
+ * The body as the text it is: UTF-8 (Resend's), its bytes kept (a byte-order mark too), so the
+ * signature the library checks over the text is the signature of the raw body. Bytes that are not
+ * UTF-8 cannot be what Resend signed.
+ */
+const utf8Text = (bytes: Uint8Array): string => {
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new ApiError("invalid_json", "The webhook body is not UTF-8 text");
+  }
+};
+
 export const resendWebhookRouter = new Hono<AppEnv>().post("/webhooks/resend", async (c) => {
   const secret = c.env.RESEND_WEBHOOK_SECRET;
   if (!secret) throw noRoute("POST", new URL(c.req.url).pathname);
   // Named for the access log only where the route exists (without the secret it is an unknown path).
   c.set("route", "POST /webhooks/resend");
   const bytes = await readCapped(c, MAX_WEBHOOK_BYTES);
-  const body = new TextDecoder().decode(bytes);
+  const body = utf8Text(bytes);
   const parsed = verify(secret, c.req.raw.headers, body);
   const now = Date.now();
   const event = toEvent(c.req.header("svix-id") ?? "", parsed, now);

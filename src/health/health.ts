@@ -36,7 +36,7 @@ const HealthSchema = z
           "`bindings`: every binding this configuration needs is declared.",
           "`database`: a migrated database: every table and column the code uses is there (a deploy without its migrations fails it).",
           "`links`: the origin of the links put in mail (PUBLIC_BASE_URL): `failed` when it is not an http(s) origin (a path, query or fragment; previews, test sends and sends then answer 503); a `warning` while a real integration is configured and it is not a public https origin (mailbox providers offer one-click unsubscribe only for https, and recipients could not reach a local one).",
-          "`resend`: the Resend integration's configuration: `failed` for a RESEND_BASE_URL that is not an http(s) URL or a malformed RESEND_WEBHOOK_SECRET; a `warning` for an unset RESEND_WEBHOOK_SECRET (no bounce or complaint is ever received) or a RESEND_MAX_RPS that is not a positive number or is above 100.",
+          "`resend`: the Resend integration's configuration: `failed` for a RESEND_BASE_URL that is not an http(s) URL or a malformed RESEND_WEBHOOK_SECRET; a `warning` for an unset RESEND_WEBHOOK_SECRET (no bounce or complaint is ever received) or one whose key is under 16 bytes or a RESEND_MAX_RPS that is not a positive number or is above 100.",
           "`secrets`: a `warning` for a CURSOR_SECRET, CURSOR_SECRET_PREVIOUS or ADMIN_TOKEN shorter than 32 characters (guessable).",
         ].join("\n\n"),
       }),

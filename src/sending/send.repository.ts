@@ -169,12 +169,14 @@ export const createSendOperation = (db: Db, op: NewOperation) =>
 
 /**
  * queued → running (and a scheduled campaign → sending, with its `campaign.sending` event); false
- * when another start got there first.
+ * when another start got there first, or the send is no longer due (moved later since it was read:
+ * the start the reschedule arranged starts it then).
  */
 export const markOperationRunning = async (d1: D1Database, op: OperationState, now: number): Promise<boolean> => {
   const [started] = await d1.batch([
     d1
-      .prepare(`UPDATE operations SET status = 'running', updated_at = ?2 WHERE id = ?1 AND status = 'queued' RETURNING id`)
+      // Only while it is due: a reschedule that committed after the step read the operation moved it later.
+      .prepare(`UPDATE operations SET status = 'running', updated_at = ?2 WHERE id = ?1 AND status = 'queued' AND coalesce(start_at, 0) <= ?2 RETURNING id`)
       .bind(op.id, now),
     d1
       .prepare(

@@ -1,25 +1,12 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
 import type { Browser } from "playwright-core";
-import { launchChromium, offlineContext, screenshotPath } from "./harness/browser";
+import { contrast, launchChromium, offlineContext, screenshotPath } from "./harness/browser";
 
 const origin = inject("workerOrigin");
 // Launched by the first test that needs it, so a missing Chromium fails each test (a failing
 // beforeAll would report them as skipped).
 let launched: Promise<Browser> | undefined;
 const browser = () => (launched ??= launchChromium());
-
-/** WCAG's contrast ratio of two opaque `rgb(…)` colours. */
-const contrast = (a: string, b: string) => {
-  const luminance = (colour: string) => {
-    const [r, g, bl] = (colour.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map((v) => {
-      const c = Number(v) / 255;
-      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
-    });
-    return 0.2126 * (r ?? 0) + 0.7152 * (g ?? 0) + 0.0722 * (bl ?? 0);
-  };
-  const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x);
-  return ((light ?? 0) + 0.05) / ((dark ?? 0) + 0.05);
-};
 
 afterAll(async () => {
   await (await launched?.catch(() => undefined))?.close();

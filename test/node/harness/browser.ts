@@ -67,3 +67,16 @@ export const screenshotPath = (name: string) => {
   mkdirSync(RESULTS_DIR, { recursive: true });
   return join(RESULTS_DIR, name);
 };
+
+/** WCAG's contrast ratio of two opaque `rgb(…)` colours. */
+export const contrast = (a: string, b: string) => {
+  const luminance = (colour: string) => {
+    const [r, g, bl] = (colour.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * (r ?? 0) + 0.7152 * (g ?? 0) + 0.0722 * (bl ?? 0);
+  };
+  const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return ((light ?? 0) + 0.05) / ((dark ?? 0) + 0.05);
+};
