@@ -169,6 +169,10 @@ describe("configuration problems", () => {
     // One a verifier takes, but a key of one byte: a warning (anyone could forge feedback).
     const tiny = await resend({ RESEND_WEBHOOK_SECRET: "whsec_YQ==" })("GET", "/health");
     expect(tiny.body.checks.resend).toEqual({ status: "warning", message: expect.stringMatching(/^RESEND_WEBHOOK_SECRET's key is 1 bytes: too short/) });
+    // A secret the verifier takes though it is not plain base64 (a stray character pasted after it): no length to judge, and no 500.
+    const stray = await resend({ RESEND_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw!" })("GET", "/health");
+    expect(stray.status).toBe(200);
+    expect(stray.body.checks.resend.status).toBe("ok");
     for (const rps of ["0", "-1", "abc"]) {
       const health = await resend({ RESEND_MAX_RPS: rps })("GET", "/health");
       expect(health.body.checks.resend, rps).toEqual({ status: "warning", message: `RESEND_MAX_RPS (${rps}) is not a positive number of requests a second: sending at Resend's default, 2` });

@@ -445,16 +445,18 @@ describe("what readers and their mail clients see", () => {
   it("ends <body …> where a browser ends it: a > in a quoted attribute value does not, so the preheader goes after the whole tag", () => {
     const m = render({ preheader: "Teaser", html: '<html><body class="a" data-note="5 > 3" style="margin:0"><p>Hi</p></body></html>' });
     expect(m.html).toMatch(/^<html><body class="a" data-note="5 > 3" style="margin:0"><div style="display:none[^"]*">Teaser/);
+    // A long one (a data: URI background) too.
+    const long = `<body style="background:url(data:image/png;base64,${"A".repeat(20_000)})">`;
+    expect(render({ preheader: "Teaser", html: `${long}<p>Hi</p></body>` }).html?.startsWith(`${long}<div style="display:none`)).toBe(true);
     const single = render({ preheader: "Teaser", html: "<html data-x='a>b'><p>Hi</p></html>" });
     expect(single.html).toMatch(/^<html data-x='a>b'><div style="display:none[^"]*">Teaser/);
   });
 
-  it("reads a text part without the lines that only look blank (spacer cells), what the html hides, or a link's image without its label", () => {
+  it("reads a text part without the lines that only look blank (spacer cells), and with a linked image's label", () => {
     const spacer = (fill: string) => `<tr><td height="16" style="font-size:16px;line-height:16px">${fill}</td></tr>`;
     const html =
       `<table role="presentation">${spacer("&nbsp;")}<tr><td><h1>Weekly digest</h1></td></tr>${spacer("&nbsp;")}` +
       `<tr><td><p>First paragraph.</p></td></tr>${spacer("&zwnj;")}${spacer("&#847; &nbsp;")}<tr><td><p>Second, {{ subscriber.location }}.</p></td></tr></table>` +
-      '<span style="display:none !important;mso-hide:all">Hidden teaser &#847; &#847;</span><div style="display: none">Also hidden</div>' +
       '<p><a href="https://shop.example/new"><img src="https://shop.example/b.png" alt="See new arrivals"></a> ' +
       '<a href="https://x.example/acme"><img src="https://x.example/i.png" alt=" "></a> <img src="https://t.example/pixel.gif" alt="tracking"></p>';
     // Both ways of reading the text: once per campaign (no Liquid tag), and per message (a tag).
@@ -472,6 +474,8 @@ describe("what readers and their mail clients see", () => {
         `Cheers,\nAda\n\n-- \nYou’re receiving this email because you subscribed to Weekly Notes.\nUnsubscribe: ${URL}\n1 Main Street, Springfield`,
       );
     }
+    // The address-only footer of a text that shows the link itself: the same one blank line.
+    expect(render({ text: "Leave: {{ unsubscribe_url }}\n\n\n" }).text).toBe(`Leave: ${URL}\n\n-- \n1 Main Street, Springfield`);
     // Blank lines inside the campaign's own text stay as written.
     expect(render({ text: "A\n\n\n\nB\n" }).text).toMatch(/^A\n\n\n\nB\n\n-- \n/);
     // From html, tidied, the delimiter keeps its space.

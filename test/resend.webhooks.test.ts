@@ -3,10 +3,10 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
-import { RECEIPT_TTL_MS, sweepWebhooks } from "../src/webhooks/sweep";
+import { CONFIRMATION_MESSAGE_TTL_MS, RECEIPT_TTL_MS, sweepWebhooks } from "../src/webhooks/sweep";
 import { expectError, seedSubscribers } from "./helpers";
 import { mockResend } from "./resend.mock";
-import { allDeliveries, CapturedQueue, createCampaign, type Delivery, previewLinkPath } from "./send.fixtures";
+import { allDeliveries, CapturedQueue, createCampaign, createNewsletter, type Delivery, previewLinkPath } from "./send.fixtures";
 import { createEndpoint } from "./webhooks.fixtures";
 import { harness, send } from "./send.harness";
 
@@ -79,7 +79,7 @@ describe("POST /webhooks/resend: bad input changes nothing", () => {
     expect(configured.headers.get("allow")).toBe("POST");
   });
 
-  it("verifies the signature over the body's own bytes: a byte-order mark is part of it, and bytes that are not UTF-8 are a 400", async () => {
+  it("verifies the signature over the body's own bytes: a byte-order mark is part of it, and bytes that are not UTF-8 cannot be signed (401)", async () => {
     const testEnv = { ...env, RESEND_WEBHOOK_SECRET: SECRET } as Env;
     // Signed with its BOM, the body verifies (then is no JSON object); signed without it, it does not.
     const withBom = `\uFEFF${event("email.delivered", "re_1")}`;
@@ -91,8 +91,11 @@ describe("POST /webhooks/resend: bad input changes nothing", () => {
       testEnv,
       createExecutionContext(),
     );
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "invalid_json", message: "The webhook body is not UTF-8 text" });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "invalid_signature",
+      message: "The webhook signature could not be verified: the body is not UTF-8 text, which is what Resend signs",
+    });
   });
 
   it("401 invalid_signature: no signature, a wrong one, another secret, an old timestamp, one that is not a whole number, a body altered after signing", async () => {
@@ -219,6 +222,63 @@ describe("POST /webhooks/resend: effects", () => {
     await s.h.t.call("PATCH", `${s.h.t.ws}/subscribers/${d.subscriber_id}`, { body: { status: "active" } });
     expect((await post(s.h.env, { id: "msg_complaint", body: event("email.complained", d.provider_message_id ?? "") })).body.data.result).toBe("duplicate");
     expect(await s.subscriberStatus(d.subscriber_id)).toBe("active");
+  });
+});
+
+describe("POST /webhooks/resend: feedback about a confirmation mail", () => {
+  /** A live tenant whose pending subscribers were each mailed a confirmation through (mocked) Resend. */
+  const confirmationsMailed = async (emails: string[]) => {
+    const h = await harness("live", { RESEND_WEBHOOK_SECRET: SECRET });
+    const nl = await createNewsletter(h.t, { name: "The Weekly Byte" });
+    mockResend();
+    const mailed: { id: string; email: string; messageId: string }[] = [];
+    for (const email of emails) {
+      const sub = (await h.t.call("POST", `${h.t.ws}/subscribers`, { body: { email, status: "pending" } })).body.data;
+      const res = await h.t.call("POST", `${h.t.ws}/subscribers/${sub.id}/confirmation`, { body: { newsletter_id: nl.id } });
+      expect(res.body.data.result.status, res.text).toBe("sent");
+      mailed.push({ id: sub.id, email, messageId: res.body.data.result.provider_message_id });
+    }
+    vi.restoreAllMocks();
+    const statusOf = async (id: string) => (await h.t.call("GET", `${h.t.ws}/subscribers/${id}`)).body.data.status as string;
+    return { h, mailed, statusOf };
+  };
+
+  it("a permanent bounce bounces its subscriber and a complaint unsubscribes them, each with its event; a transient bounce changes nothing", async () => {
+    const { h, mailed, statusOf } = await confirmationsMailed(["dead@example.com", "angry@example.com", "busy@example.com", "moved@example.com"]);
+    const [dead, angry, busy, moved] = mailed as [(typeof mailed)[number], (typeof mailed)[number], (typeof mailed)[number], (typeof mailed)[number]];
+    const bounced = await post(h.env, { id: "msg_confirm_bounce", body: event("email.bounced", dead.messageId, { bounce: { type: "Permanent" } }) });
+    expect(bounced.body.data.result).toBe("applied");
+    expect(await statusOf(dead.id)).toBe("bounced");
+    expect((await post(h.env, { body: event("email.complained", angry.messageId) })).body.data.result).toBe("applied");
+    expect(await statusOf(angry.id)).toBe("unsubscribed");
+    expect((await post(h.env, { body: event("email.bounced", busy.messageId, { bounce: { type: "Transient" } }) })).body.data.result).toBe("ignored");
+    expect(await statusOf(busy.id)).toBe("pending");
+    // An address changed since the mail: its bounce says nothing of the new one.
+    await h.t.call("PATCH", `${h.t.ws}/subscribers/${moved.id}`, { body: { email: "elsewhere@example.com" } });
+    expect((await post(h.env, { body: event("email.bounced", moved.messageId, { bounce: { type: "Permanent" } }) })).body.data.result).toBe("ignored");
+    expect(await statusOf(moved.id)).toBe("pending");
+
+    const events = (await h.t.call("GET", `${h.t.ws}/events`)).body.data as { type: string; data: { object: { id: string; status: string } } }[];
+    const about = (type: string) => events.filter((e) => e.type === type).map((e) => e.data.object);
+    expect(about("subscriber.bounced")).toMatchObject([{ id: dead.id, status: "bounced" }]);
+    expect(about("subscriber.unsubscribed")).toMatchObject([{ id: angry.id, status: "unsubscribed" }]);
+    // Redelivered: nothing again.
+    const again = await post(h.env, { id: "msg_confirm_bounce", body: event("email.bounced", dead.messageId, { bounce: { type: "Permanent" } }) });
+    expect(again.body.data.result).toBe("duplicate");
+    expect((await h.t.call("GET", `${h.t.ws}/events?type=subscriber.bounced`)).body.data).toHaveLength(1);
+  });
+
+  it("keeps a confirmation mail's record 30 days: the sweeper drops older ones, and their feedback is then ignored", async () => {
+    const { h, mailed, statusOf } = await confirmationsMailed(["old@example.com", "new@example.com"]);
+    const [old, recent] = mailed as [(typeof mailed)[number], (typeof mailed)[number]];
+    const count = async () => (await env.DB.prepare("SELECT count(*) AS n FROM confirmation_messages WHERE workspace_id = ?").bind(h.t.workspace.id).first<{ n: number }>())?.n;
+    expect(await count()).toBe(2);
+    await env.DB.prepare("UPDATE confirmation_messages SET created_at = ? WHERE provider_message_id = ?").bind(Date.now() - CONFIRMATION_MESSAGE_TTL_MS - 1, old.messageId).run();
+    await sweepWebhooks(h.env, Date.now());
+    expect(await count()).toBe(1);
+    expect((await post(h.env, { body: event("email.complained", old.messageId) })).body.data.result).toBe("ignored");
+    expect(await statusOf(old.id)).toBe("pending");
+    expect((await post(h.env, { body: event("email.complained", recent.messageId) })).body.data.result).toBe("applied");
   });
 });
 

@@ -3,6 +3,7 @@ import { env, exports } from "cloudflare:workers";
 import { createApp } from "../src/app";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type ApiResponse, seedSubscribers, tenant, tripsOf } from "./helpers";
+import { mockResend } from "./resend.mock";
 import { createCampaign, createNewsletter, type Tenant } from "./send.fixtures";
 
 // The round-trip budget of every route, read from the Server-Timing header each response carries
@@ -80,6 +81,15 @@ describe("round trips per route", () => {
     const path = `${t.ws}/subscribers/${pending.body.data.id}/confirmation`;
     expectBudget(await t.call("POST", path, { body: { newsletter_id: newsletter.body.data.id } }), { db: 1, kv: 0 });
     expectBudget(await t.call("POST", path, { body: { newsletter_id: newsletter.body.data.id }, headers: key("budget-confirm-1") }), { db: 2, kv: 1 });
+    // Through Resend: the message id is recorded (for the feedback about it) in one write, keyed or not.
+    const live = await tenant("Acme", "live", { RESEND_API_KEY: "re_test_key", RESEND_MAX_RPS: "1000" });
+    await warm(live);
+    mockResend();
+    const nl = await live.call("POST", `${live.ws}/newsletters`, { body: { name: "N", from_email: "n@example.com" } });
+    const mailed = await live.call("POST", `${live.ws}/subscribers`, { body: { email: "q@example.com", status: "pending" } });
+    const livePath = `${live.ws}/subscribers/${mailed.body.data.id}/confirmation`;
+    expectBudget(await live.call("POST", livePath, { body: { newsletter_id: nl.body.data.id } }), { db: 2, kv: 0 });
+    expectBudget(await live.call("POST", livePath, { body: { newsletter_id: nl.body.data.id }, headers: key("budget-confirm-2") }), { db: 2, kv: 1 });
   });
 
   it("a replay from KV costs no D1 call at all", async () => {

@@ -64,11 +64,14 @@ export const askToConfirm = async (c: Context<AppEnv>, workspaceId: string, subs
   }
   const url = confirmUrl(publicBaseUrl(c.env), await confirmToken(c.var.signer, subscriber, newsletter.id));
   const answer = { object: "subscriber_confirmation" as const, subscriber_id: subscriber.id, newsletter_id: newsletter.id, email: subscriber.email, confirmation_url: url };
-  if (!request.send || !integration) return { ...answer, result: null };
+  if (!request.send || !integration) return { answer: { ...answer, result: null }, feedbackId: undefined };
 
   const ids = await oneOffIds(c, "confirmation");
   const messageId = ids.messageId(0);
   const sent = await integration.sendBatch([confirmationEmail(newsletter, subscriber.email, url, messageId)], ids.providerKey, { tries: 1, urgent: true });
   if (sent.kind === "retry" || sent.kind === "deferred") throw notTakenYet(sent, "confirmation mail", ids.keyed);
-  return { ...answer, result: oneOffResult(oneOffOutcome(sent, messageId, "confirmation mail")) };
+  const result = oneOffResult(oneOffOutcome(sent, messageId, "confirmation mail"));
+  // The message id feedback will name, when a real provider took the mail (the sandbox sends none).
+  const feedbackId = integration.slug !== "sandbox" && result.status === "sent" ? (result.provider_message_id ?? undefined) : undefined;
+  return { answer: { ...answer, result }, feedbackId };
 };

@@ -1,4 +1,5 @@
-import type { subscribers } from "../db/schema";
+import type { Db } from "../db/client";
+import { confirmationMessages, type subscribers } from "../db/schema";
 import { outboxStatement } from "../events/outbox";
 import type { Signer } from "../lib/signing";
 import { type ConfirmTarget, madeForAddress } from "./confirm-token";
@@ -78,3 +79,14 @@ export const findConfirmationParties = async (d1: D1Database, workspaceId: strin
         : null,
   };
 };
+
+/**
+ * The record of a confirmation mail the provider took, by its message id, so that Resend's feedback
+ * about it reaches the subscriber (src/feedback/feedback.repository.ts). Kept once (a retry under the
+ * same Idempotency-Key asks the provider under the same key: the same message id).
+ */
+export const confirmationMessageRecord = (db: Db, row: { providerMessageId: string; workspaceId: string; subscriberId: string; email: string; at: number }) =>
+  db
+    .insert(confirmationMessages)
+    .values({ providerMessageId: row.providerMessageId, workspaceId: row.workspaceId, subscriberId: row.subscriberId, email: row.email, createdAt: row.at })
+    .onConflictDoNothing();

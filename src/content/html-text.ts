@@ -56,9 +56,6 @@ const convert = compile({
     // An image inside a link is its label (an image button, a social icon): its alt text stays.
     { selector: "img", format: "linkLabel" },
     { selector: "title", format: "skip" },
-    // What the html hides (a template's own hidden preview line, say) no client shows.
-    { selector: '[style*="display:none"]', format: "skip" },
-    { selector: '[style*="display: none"]', format: "skip" },
     { selector: "a", options: { hideLinkHrefIfSameAsText: true, linkBrackets: ["<", ">"] } },
     // html-to-text drops `mailto:`, which leaves `<editor@example.com?subject=…>`: neither a URL nor
     // an address. The scheme stays.

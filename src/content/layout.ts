@@ -102,8 +102,10 @@ const COMMENT = /<!--[\s\S]*?(?:-->|$)/g;
 const BODY_OPEN = /<body\b/gi;
 const HEAD_CLOSE = /<\/head\s*>/gi;
 const HTML_OPEN = /<html\b/gi;
-/** How far an opening `<body>` or `<html>` tag is read for its end: its attributes are short. */
-const TAG_READ = 8 * 1024;
+/** How far an opening `<body>` or `<html>` tag is read for its end (a data: URI background can be long). */
+const TAG_READ = 64 * 1024;
+/** How much of a template the placement reads for such tags' ends, all together. */
+const TAG_READ_BUDGET = 256 * 1024;
 const DOCTYPE = /^\s*<!doctype\b[^>]*>/gi;
 const BODY_CLOSE = /<\/body\s*>/gi;
 const HTML_CLOSE = /<\/html\s*>/gi;
@@ -120,9 +122,8 @@ const HTML_CLOSE = /<\/html\s*>/gi;
 export const wrapHtml = (html: string, text: TopLevelText): string => {
   const masked = html.replace(LIQUID, blank).replace(COMMENT, blank);
   const topLevel = (at: number) => text.some((piece) => piece.begin <= at && at <= piece.end);
-  const open = [BODY_OPEN, HEAD_CLOSE, HTML_OPEN, DOCTYPE]
-    .map((tag) => [...masked.matchAll(tag)].map(wholeTag(masked)).find((m) => m !== undefined && topLevel(m.index) && topLevel(m.end)))
-    .find((m) => m !== undefined);
+  const budget = { left: TAG_READ_BUDGET };
+  const open = [BODY_OPEN, HEAD_CLOSE, HTML_OPEN, DOCTYPE].map((tag) => firstWholeTag(masked, tag, topLevel, budget)).find((m) => m !== undefined);
   const start = open ? open.end : 0;
   const close = [BODY_CLOSE, HTML_CLOSE]
     .map((tag) => [...masked.matchAll(tag)].filter((m) => m.index >= start && topLevel(m.index)).at(-1))
@@ -134,18 +135,27 @@ export const wrapHtml = (html: string, text: TopLevelText): string => {
 const blank = (piece: string) => " ".repeat(piece.length);
 
 /**
- * A match of a tag's start (`<body`) as far as the tag's end, read as a browser reads it: a `>` in a
- * quoted attribute value (`data-note="5 > 3"`) does not end it. Undefined when it does not end within
- * TAG_READ characters. A whole-tag pattern (`</head>`, the doctype) is taken as it matched.
+ * The first match of `tag` in the template's top-level markup, as far as the tag's end: for a tag's
+ * start (`<body`), read as a browser reads it, so a `>` in a quoted attribute value (`data-note="5 > 3"`)
+ * does not end it; a whole-tag pattern (`</head>`, the doctype) as it matched. Matches are tried in
+ * order and reading stops at the first that fits; all the tags one template's placement reads share
+ * `budget` characters, so a template of nothing but unclosed `<body` costs no more than that.
  */
-const wholeTag =
-  (masked: string) =>
-  (m: RegExpMatchArray): { index: number; end: number } | undefined => {
-    const index = m.index ?? 0;
-    if (m[0].endsWith(">")) return { index, end: index + m[0].length };
-    const { end } = scanTag(masked, index + 1, Math.min(masked.length, index + TAG_READ));
-    return end === -1 ? undefined : { index, end: end + 1 };
-  };
+const firstWholeTag = (masked: string, tag: RegExp, topLevel: (at: number) => boolean, budget: { left: number }) => {
+  for (const m of masked.matchAll(tag)) {
+    if (!topLevel(m.index)) continue;
+    if (m[0].endsWith(">")) {
+      if (topLevel(m.index + m[0].length)) return { index: m.index, end: m.index + m[0].length };
+      continue;
+    }
+    if (budget.left <= 0) return undefined;
+    const to = Math.min(masked.length, m.index + 1 + Math.min(TAG_READ, budget.left));
+    const { end } = scanTag(masked, m.index + 1, to);
+    budget.left -= (end === -1 ? to : end) - m.index;
+    if (end !== -1 && topLevel(end + 1)) return { index: m.index, end: end + 1 };
+  }
+  return undefined;
+};
 
 /** The end of an `<a …>` tag's text just before an href's value (quoted or not). */
 const HREF_BEFORE = /<a\s[^<>]*?\bhref\s*=\s*["']?$/i;

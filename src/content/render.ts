@@ -3,7 +3,7 @@ import { BLOCK_AT, BLOCKS, type BlockOffsets, type Engine, htmlEngine, htmlLayou
 import { guardHtmlOutputs, UnsafeOutputPlace } from "./html-guard";
 import { htmlToText, lineFeeds, tidyText, UnreadableHtml } from "./html-text";
 import { deriveTextTemplate } from "./text-once";
-import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, SIGNATURE_DELIMITER, type TopLevelText, wrapHtml } from "./layout";
+import { type AddressFooter, addressFooters, blockMarker, oneLine, type ServiceBlocks, serviceBlocks, type TopLevelText, wrapHtml } from "./layout";
 import { MessageRenderer, OutputSlots, type Part, partOf } from "./plan";
 import { parseTemplate, renderProblem, TemplateError, type TemplateField } from "./validate";
 
@@ -89,7 +89,7 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   }
   let text: TextPart;
   if (content.text !== null) {
-    const own = parseTemplate("text", content.text);
+    const own = parseTemplate("text", withoutTrailingLineBreaks(content.text));
     text = { kind: "template", part: part([...own.templates, ...footerText], plainLayoutEngine), tidy: false, linked: own.globals.has("unsubscribe_url"), derived: false };
   } else if (content.html !== null) {
     // Derived once, from the template, unless its Liquid makes markup (tablerow) or the text read once
@@ -112,6 +112,16 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   const once = { ...common, text, outputs };
   const eachMessage = { ...common, text: perMessage, outputs };
   return readsAlikeForTrialReaders(once, eachMessage) ? once : eachMessage;
+};
+
+/**
+ * A campaign's own text but the line breaks it ends with (an editor saves text ending in one): the
+ * footer that follows opens with its own blank line, one between them. Line numbers stay as saved.
+ */
+const withoutTrailingLineBreaks = (text: string): string => {
+  let end = text.length;
+  while (end > 0 && (text[end - 1] === "\n" || text[end - 1] === "\r")) end--;
+  return end === text.length ? text : text.slice(0, end);
 };
 
 /** The readers a text read once is tried on: the sample subscriber, one with every optional field empty, one with every field set. */
@@ -225,7 +235,7 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
     case "template": {
       const out = renderer.render(text.part, MAX_RENDERED.text, text.linked ? { url, footer: "footer_text", address } : undefined);
       if (text.derived && isBlank(out, blocks.footer_text, at.footer_text)) return fallbackText();
-      return text.tidy ? tidyText(out) : lineFeeds(withoutNewlinesBefore(out, at.footer_text));
+      return text.tidy ? tidyText(out) : lineFeeds(out);
     }
     case "from_rendered_html": {
       const converted = htmlProblem(() => htmlToText(renderer.render(text.html, MAX_RENDERED.html)));
@@ -236,17 +246,6 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
     case "fallback":
       return fallbackText();
   }
-};
-
-/**
- * A campaign's own text as written, but the line breaks it ends with where the footer follows (the
- * footer opens with its own blank line; an editor saves text ending in one): one blank line between.
- */
-const withoutNewlinesBefore = (out: string, footerAt: number | undefined): string => {
-  if (footerAt === undefined || !out.startsWith(`\n\n${SIGNATURE_DELIMITER}`, footerAt)) return out;
-  let end = footerAt;
-  while (end > 0 && (out[end - 1] === "\n" || out[end - 1] === "\r")) end--;
-  return end === footerAt ? out : out.slice(0, end) + out.slice(footerAt);
 };
 
 const VISIBLE = /\S/g;

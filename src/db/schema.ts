@@ -280,6 +280,24 @@ export const webhookReceipts = sqliteTable(
 );
 
 /**
+ * A confirmation mail the provider took (POST /subscribers/{id}/confirmation): its message id, so
+ * Resend's feedback about it (a hard bounce, a complaint) reaches the subscriber and address it went
+ * to, as a campaign delivery's does. Written in the batch that records the request's answer; the
+ * sweeper drops rows older than any feedback (src/webhooks/sweep.ts).
+ */
+export const confirmationMessages = sqliteTable(
+  "confirmation_messages",
+  {
+    providerMessageId: text().primaryKey(),
+    workspaceId: text().notNull(),
+    subscriberId: text().notNull(),
+    email: text().notNull(),
+    createdAt: integer().notNull(),
+  },
+  (t) => [index("confirmation_messages_created_at_idx").on(t.createdAt)],
+);
+
+/**
  * One record per Idempotency-Key, written in the same D1 batch as the write it answers for (or, for an
  * outcome that wrote nothing, after it), so a key is never recorded without its write or the reverse.
  */

@@ -33,6 +33,14 @@ const SUBSCRIBER_OF_MESSAGE = `id IN (SELECT subscriber_id FROM deliveries WHERE
  */
 const SUBSCRIBER_AT_ADDRESS_OF_MESSAGE = `${SUBSCRIBER_OF_MESSAGE} AND email_key = (SELECT lower(email) FROM deliveries WHERE provider_message_id = ?2)`;
 
+/**
+ * The subscriber a confirmation mail went to (no delivery row: POST /subscribers/{id}/confirmation
+ * records its message id), while it still has that address: feedback about it is the subscriber's
+ * as a campaign message's is.
+ */
+const SUBSCRIBER_OF_CONFIRMATION = `id = (SELECT subscriber_id FROM confirmation_messages WHERE provider_message_id = ?2) AND ${UNSEEN}
+  AND email_key = (SELECT lower(email) FROM confirmation_messages WHERE provider_message_id = ?2)`;
+
 const moveDelivery = (status: keyof typeof rankOf) =>
   `UPDATE deliveries SET status = '${status}', updated_at = ?4
     WHERE ${OF_MESSAGE} AND status IN ('sent', 'delivered', 'bounced', 'complained') AND ${RANK} < ${rankOf[status]}`;
@@ -72,6 +80,7 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
   const emailId = event.emailId ?? "";
   const delivery = sql`(SELECT id FROM deliveries WHERE provider_message_id = ${emailId})`;
   const subscriber = sql`(SELECT subscriber_id FROM deliveries WHERE provider_message_id = ${emailId})`;
+  const confirmed = sql`(SELECT subscriber_id FROM confirmation_messages WHERE provider_message_id = ${emailId})`;
   switch (event.type) {
     case "email.delivered":
       return [...SENT_AFTER_ALL, { sql: moveDelivery("delivered") }];
@@ -96,6 +105,11 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
         ...effects,
         {
           sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
+                 WHERE ${SUBSCRIBER_OF_CONFIRMATION} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'`,
+          event: { type: "subscriber.bounced", resource: "subscriber", id: confirmed },
+        },
+        {
+          sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
                  WHERE ${SUBSCRIBER_AT_ADDRESS_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'
                    AND NOT EXISTS (SELECT 1 FROM deliveries WHERE provider_message_id = ?2 AND status = 'complained')`,
           event: { type: "subscriber.bounced", resource: "subscriber", id: subscriber },
@@ -116,6 +130,16 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
         {
           sql: `UPDATE subscribers SET status_source = 'complaint'
                  WHERE ${SUBSCRIBER_OF_MESSAGE} AND status = 'unsubscribed' AND status_source IS NOT 'complaint'`,
+        },
+        // A complaint about a confirmation mail: the same, for its subscriber (while still at that address).
+        {
+          sql: `UPDATE subscribers SET status = 'unsubscribed', status_source = 'complaint', updated_at = ?4
+                 WHERE ${SUBSCRIBER_OF_CONFIRMATION} AND status IN ('active', 'pending')`,
+          event: { type: "subscriber.unsubscribed", resource: "subscriber", id: confirmed },
+        },
+        {
+          sql: `UPDATE subscribers SET status_source = 'complaint'
+                 WHERE ${SUBSCRIBER_OF_CONFIRMATION} AND status = 'unsubscribed' AND status_source IS NOT 'complaint'`,
         },
       ];
     case "email.opened":
@@ -197,6 +221,18 @@ export const deleteReceiptsBefore = async (d1: D1Database, before: number, take:
   const { meta } = await d1
     .prepare(
       `DELETE FROM webhook_receipts WHERE svix_id IN (SELECT svix_id FROM webhook_receipts WHERE received_at < ?1 ORDER BY received_at LIMIT ?2)`,
+    )
+    .bind(before, take)
+    .run();
+  return meta.changes;
+};
+
+/** Deletes up to `take` confirmation mail records made before `before`, oldest first; returns how many. */
+export const deleteConfirmationMessagesBefore = async (d1: D1Database, before: number, take: number): Promise<number> => {
+  const { meta } = await d1
+    .prepare(
+      `DELETE FROM confirmation_messages WHERE provider_message_id IN
+         (SELECT provider_message_id FROM confirmation_messages WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)`,
     )
     .bind(before, take)
     .run();

@@ -78,13 +78,13 @@ const toEvent = (svixId: string, parsed: unknown, now: number): FeedbackEvent =>
 /**
  * The body as the text it is: UTF-8 (Resend's), its bytes kept (a byte-order mark too), so the
  * signature the library checks over the text is the signature of the raw body. Bytes that are not
- * UTF-8 cannot be what Resend signed.
+ * UTF-8 have no text to check a signature over: they cannot be what Resend signed.
  */
 const utf8Text = (bytes: Uint8Array): string => {
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
-    throw new ApiError("invalid_json", "The webhook body is not UTF-8 text");
+    throw invalidSignature("the body is not UTF-8 text, which is what Resend signs");
   }
 };
 

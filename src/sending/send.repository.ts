@@ -170,7 +170,7 @@ export const createSendOperation = (db: Db, op: NewOperation) =>
 /**
  * queued → running (and a scheduled campaign → sending, with its `campaign.sending` event); false
  * when another start got there first, or the send is no longer due (moved later since it was read:
- * the start the reschedule arranged starts it then).
+ * the start step then sleeps until the new time, src/sending/pipeline.ts).
  */
 export const markOperationRunning = async (d1: D1Database, op: OperationState, now: number): Promise<boolean> => {
   const [started] = await d1.batch([

@@ -18,6 +18,7 @@ import {
   updateSubscriber,
 } from "./subscribers.repository";
 import { askToConfirm } from "../consent/confirmation-mail";
+import { confirmationMessageRecord } from "../consent/confirmation.repository";
 import { createSubscriber, createSubscriberBatch, getSubscriber, listSubscribers, requestConfirmation, updateSubscriber as updateRoute } from "./subscribers.routes";
 import { serializeSubscriber, type serializeSubscriberBatch } from "./subscribers.schemas";
 import { subscriberBatchStatements } from "./subscribers.batch";
@@ -115,14 +116,19 @@ export const subscribersRouter = createRouter()
   .openapi(requestConfirmation, async (c) => {
     const { workspace_id, subscriber_id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const answer = envelope(
-      await askToConfirm(c, workspace_id, subscriber_id, {
-        newsletterId: body.newsletter_id,
-        send: body.send ?? true,
-        integrationSlug: body.integration_slug ?? undefined,
-      }),
-    );
-    // Nothing to write but the answer a retry with the same Idempotency-Key gets.
-    await commit(c, [], { status: 200, body: answer });
+    const asked = await askToConfirm(c, workspace_id, subscriber_id, {
+      newsletterId: body.newsletter_id,
+      send: body.send ?? true,
+      integrationSlug: body.integration_slug ?? undefined,
+    });
+    const answer = envelope(asked.answer);
+    // A mail Resend took is recorded (its feedback then reaches the subscriber), with the answer a
+    // retry with the same Idempotency-Key gets, in one batch.
+    const answered = { status: 200, body: answer, always: true } as const;
+    if (asked.feedbackId === undefined) await commit(c, [], answered);
+    else {
+      const record = { providerMessageId: asked.feedbackId, workspaceId: workspace_id, subscriberId: subscriber_id, email: asked.answer.email, at: Date.now() };
+      await commit(c, [confirmationMessageRecord(c.var.db, record)], answered);
+    }
     return c.json(answer, 200);
   });

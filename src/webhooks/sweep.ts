@@ -1,7 +1,7 @@
 import { sendAll } from "../lib/chunks";
 import { purgeInRounds } from "../lib/purge";
 import { deleteExpiredEvents, findStalledAttempts, findUndispatchedEvents } from "./attempts.repository";
-import { deleteReceiptsBefore } from "../feedback/feedback.repository";
+import { deleteConfirmationMessagesBefore, deleteReceiptsBefore } from "../feedback/feedback.repository";
 import type { WebhookMessage } from "./messages";
 
 const MINUTE = 60_000;
@@ -10,6 +10,12 @@ const MINUTE = 60_000;
  * days. A copy arriving later still changes nothing that moved on, since effects only move forward.
  */
 export const RECEIPT_TTL_MS = 7 * 24 * 60 * MINUTE;
+
+/**
+ * How long a confirmation mail's message id is kept for the feedback about it: a bounce comes within
+ * days, a complaint within weeks of the mail.
+ */
+export const CONFIRMATION_MESSAGE_TTL_MS = 30 * 24 * 60 * MINUTE;
 
 /**
  * How long events (GET /events) and their endpoints' attempts are kept, as Stripe keeps its events:
@@ -40,9 +46,10 @@ export const sweepWebhooks = async (env: Env, now: number): Promise<void> => {
     ...stalled.map((a) => ({ body: { type: "deliver", attempt_id: a.id, try: a.attempts } as const })),
   ];
   await sendAll(env.WEBHOOK_QUEUE, requests);
-  // Receipts, events and attempts older than their TTL, so the tables do not grow for ever (up to
+  // Receipts, events and attempts, and confirmation mail records, older than their TTL, so the tables do not grow for ever (up to
   // 10,000 rows of each a sweep).
   await purgeInRounds((size) => deleteReceiptsBefore(env.DB, now - RECEIPT_TTL_MS, size));
   await purgeInRounds((size) => deleteExpiredEvents(env.DB, now - EVENT_TTL_MS, size));
+  await purgeInRounds((size) => deleteConfirmationMessagesBefore(env.DB, now - CONFIRMATION_MESSAGE_TTL_MS, size));
 };
 
