@@ -173,6 +173,8 @@ describe("configuration problems", () => {
     const stray = await resend({ RESEND_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw!" })("GET", "/health");
     expect(stray.status).toBe(200);
     expect(stray.body.checks.resend.status).toBe("ok");
+    // Padding the verifier takes though atob does not: still judged by its length (4 bytes).
+    expect((await resend({ RESEND_WEBHOOK_SECRET: "whsec_YWJjZA=" })("GET", "/health")).body.checks.resend.message).toMatch(/^RESEND_WEBHOOK_SECRET's key is 4 bytes/);
     for (const rps of ["0", "-1", "abc"]) {
       const health = await resend({ RESEND_MAX_RPS: rps })("GET", "/health");
       expect(health.body.checks.resend, rps).toEqual({ status: "warning", message: `RESEND_MAX_RPS (${rps}) is not a positive number of requests a second: sending at Resend's default, 2` });

@@ -476,6 +476,10 @@ describe("what readers and their mail clients see", () => {
     }
     // The address-only footer of a text that shows the link itself: the same one blank line.
     expect(render({ text: "Leave: {{ unsubscribe_url }}\n\n\n" }).text).toBe(`Leave: ${URL}\n\n-- \n1 Main Street, Springfield`);
+    // Line breaks a tag leaves at the end too.
+    expect(render({ text: "Hello\n{% if true %}{% endif %}\n\n" }).text).toMatch(/^Hello\n\n-- \nYou’re receiving/);
+    // Without any footer (the text shows the link and the address), the text ends where its words do.
+    expect(render({ text: "Leave: {{ unsubscribe_url }}\n{{ newsletter.address }}\n\n" }).text).toBe(`Leave: ${URL}\n1 Main Street, Springfield`);
     // Blank lines inside the campaign's own text stay as written.
     expect(render({ text: "A\n\n\n\nB\n" }).text).toMatch(/^A\n\n\n\nB\n\n-- \n/);
     // From html, tidied, the delimiter keeps its space.

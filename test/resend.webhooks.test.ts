@@ -268,6 +268,16 @@ describe("POST /webhooks/resend: feedback about a confirmation mail", () => {
     expect((await h.t.call("GET", `${h.t.ws}/events?type=subscriber.bounced`)).body.data).toHaveLength(1);
   });
 
+  it("a complaint stays what it is: a later permanent bounce of the same confirmation mail changes nothing, whatever the API did since", async () => {
+    const { h, mailed, statusOf } = await confirmationsMailed(["complains@example.com"]);
+    const [one] = mailed as [(typeof mailed)[number]];
+    await post(h.env, { body: event("email.complained", one.messageId) });
+    expect(await statusOf(one.id)).toBe("unsubscribed");
+    await h.t.call("PATCH", `${h.t.ws}/subscribers/${one.id}`, { body: { status: "active" } });
+    expect((await post(h.env, { body: event("email.bounced", one.messageId, { bounce: { type: "Permanent" } }) })).body.data.result).toBe("ignored");
+    expect(await statusOf(one.id)).toBe("active");
+  });
+
   it("keeps a confirmation mail's record 30 days: the sweeper drops older ones, and their feedback is then ignored", async () => {
     const { h, mailed, statusOf } = await confirmationsMailed(["old@example.com", "new@example.com"]);
     const [old, recent] = mailed as [(typeof mailed)[number], (typeof mailed)[number]];

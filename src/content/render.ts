@@ -89,7 +89,7 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   }
   let text: TextPart;
   if (content.text !== null) {
-    const own = parseTemplate("text", withoutTrailingLineBreaks(content.text));
+    const own = parseTemplate("text", content.text);
     text = { kind: "template", part: part([...own.templates, ...footerText], plainLayoutEngine), tidy: false, linked: own.globals.has("unsubscribe_url"), derived: false };
   } else if (content.html !== null) {
     // Derived once, from the template, unless its Liquid makes markup (tablerow) or the text read once
@@ -112,16 +112,6 @@ export const compileCampaign = (content: CampaignContent, newsletter: Newsletter
   const once = { ...common, text, outputs };
   const eachMessage = { ...common, text: perMessage, outputs };
   return readsAlikeForTrialReaders(once, eachMessage) ? once : eachMessage;
-};
-
-/**
- * A campaign's own text but the line breaks it ends with (an editor saves text ending in one): the
- * footer that follows opens with its own blank line, one between them. Line numbers stay as saved.
- */
-const withoutTrailingLineBreaks = (text: string): string => {
-  let end = text.length;
-  while (end > 0 && (text[end - 1] === "\n" || text[end - 1] === "\r")) end--;
-  return end === text.length ? text : text.slice(0, end);
 };
 
 /** The readers a text read once is tried on: the sample subscriber, one with every optional field empty, one with every field set. */
@@ -235,7 +225,7 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
     case "template": {
       const out = renderer.render(text.part, MAX_RENDERED.text, text.linked ? { url, footer: "footer_text", address } : undefined);
       if (text.derived && isBlank(out, blocks.footer_text, at.footer_text)) return fallbackText();
-      return text.tidy ? tidyText(out) : lineFeeds(out);
+      return text.tidy ? tidyText(out) : lineFeeds(withoutLineBreaksBeforeFooter(out, [blocks.footer_text, address?.footer]));
     }
     case "from_rendered_html": {
       const converted = htmlProblem(() => htmlToText(renderer.render(text.html, MAX_RENDERED.html)));
@@ -246,6 +236,19 @@ const renderText = (text: TextPart, renderer: MessageRenderer, blocks: ServiceBl
     case "fallback":
       return fallbackText();
   }
+};
+
+/**
+ * A campaign's own text as it rendered, but the line breaks it ends with (an editor saves text ending
+ * in one; a tag may leave more): before the footer that ends the part (it opens with its own blank
+ * line), or at the part's end. Read off the output alone, so every way of rendering it agrees.
+ */
+const withoutLineBreaksBeforeFooter = (out: string, footers: readonly (string | undefined)[]): string => {
+  const footer = footers.find((f): f is string => f !== undefined && f !== "" && out.endsWith(f)) ?? "";
+  let end = out.length - footer.length;
+  const own = end;
+  while (end > 0 && (out[end - 1] === "\n" || out[end - 1] === "\r")) end--;
+  return end === own ? out : out.slice(0, end) + footer;
 };
 
 const VISIBLE = /\S/g;

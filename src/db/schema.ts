@@ -293,6 +293,8 @@ export const confirmationMessages = sqliteTable(
     subscriberId: text().notNull(),
     email: text().notNull(),
     createdAt: integer().notNull(),
+    /** When Resend reported a complaint about it: a later bounce of the same mail then changes nothing. */
+    complainedAt: integer(),
   },
   (t) => [index("confirmation_messages_created_at_idx").on(t.createdAt)],
 );

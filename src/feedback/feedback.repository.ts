@@ -105,7 +105,8 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
         ...effects,
         {
           sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
-                 WHERE ${SUBSCRIBER_OF_CONFIRMATION} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'`,
+                 WHERE ${SUBSCRIBER_OF_CONFIRMATION} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'
+                   AND NOT EXISTS (SELECT 1 FROM confirmation_messages WHERE provider_message_id = ?2 AND complained_at IS NOT NULL)`,
           event: { type: "subscriber.bounced", resource: "subscriber", id: confirmed },
         },
         {
@@ -131,7 +132,9 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
           sql: `UPDATE subscribers SET status_source = 'complaint'
                  WHERE ${SUBSCRIBER_OF_MESSAGE} AND status = 'unsubscribed' AND status_source IS NOT 'complaint'`,
         },
-        // A complaint about a confirmation mail: the same, for its subscriber (while still at that address).
+        // A complaint about a confirmation mail: recorded on the mail (a later bounce of it then changes
+        // nothing, as for a complained delivery), and the same for its subscriber (while still at that address).
+        { sql: `UPDATE confirmation_messages SET complained_at = ?4 WHERE ${OF_MESSAGE} AND complained_at IS NULL` },
         {
           sql: `UPDATE subscribers SET status = 'unsubscribed', status_source = 'complaint', updated_at = ?4
                  WHERE ${SUBSCRIBER_OF_CONFIRMATION} AND status IN ('active', 'pending')`,

@@ -1,0 +1,1 @@
+ALTER TABLE `confirmation_messages` ADD `complained_at` integer;
