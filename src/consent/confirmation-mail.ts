@@ -71,7 +71,7 @@ export const askToConfirm = async (c: Context<AppEnv>, workspaceId: string, subs
   const sent = await integration.sendBatch([confirmationEmail(newsletter, subscriber.email, url, messageId)], ids.providerKey, { tries: 1, urgent: true });
   if (sent.kind === "retry" || sent.kind === "deferred") throw notTakenYet(sent, "confirmation mail", ids.keyed);
   const result = oneOffResult(oneOffOutcome(sent, messageId, "confirmation mail"));
-  // The message id feedback will name, when a real provider took the mail (the sandbox sends none).
-  const feedbackId = integration.slug !== "sandbox" && result.status === "sent" ? (result.provider_message_id ?? undefined) : undefined;
+  // The message id the provider's feedback will name, when it reports any (the sandbox does not).
+  const feedbackId = integration.reportsFeedback && result.status === "sent" ? (result.provider_message_id ?? undefined) : undefined;
   return { answer: { ...answer, result }, feedbackId };
 };

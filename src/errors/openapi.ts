@@ -74,6 +74,11 @@ export const providerUnavailable = json(
   { "Retry-After": { description: "Seconds to wait before retrying (provider_unavailable).", schema: { type: "integer" } } },
 );
 
+/** A rate-limited request's 429 (authenticated routes and /health). */
+export const rateLimited = json("rate_limited", {
+  "Retry-After": { description: "Seconds to wait before retrying.", required: true, schema: { type: "integer" } },
+});
+
 /** Errors any authenticated route can answer with. */
 const common = {
   // Each route names its own (src/lib/route.ts): this is a read's without a cursor.
@@ -81,9 +86,7 @@ const common = {
   401: unauthorized,
   403: json("insufficient_scope"),
   404: json("not_found"),
-  429: json("rate_limited", {
-    "Retry-After": { description: "Seconds to wait before retrying.", required: true, schema: { type: "integer" } },
-  }),
+  429: rateLimited,
   500: json("internal_error"),
   503: configurationError,
 } as const;

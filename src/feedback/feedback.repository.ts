@@ -25,21 +25,57 @@ const rankOf = { delivered: 2, complained: 4 } as const;
 // the same bindings for every statement (each binds those up to the highest it names).
 const UNSEEN = `NOT EXISTS (SELECT 1 FROM webhook_receipts WHERE svix_id = ?1)`;
 const OF_MESSAGE = `provider_message_id = ?2 AND ${UNSEEN}`;
-const SUBSCRIBER_OF_MESSAGE = `id IN (SELECT subscriber_id FROM deliveries WHERE provider_message_id = ?2) AND ${UNSEEN}`;
-/**
- * The subscriber still at the address the message went to (case aside: addresses are ASCII, and
- * SQLite's lower() folds ASCII letters as the service's key does): a bounce says that address is dead,
- * not the one the subscriber has moved to since.
- */
-const SUBSCRIBER_AT_ADDRESS_OF_MESSAGE = `${SUBSCRIBER_OF_MESSAGE} AND email_key = (SELECT lower(email) FROM deliveries WHERE provider_message_id = ?2)`;
 
 /**
- * The subscriber a confirmation mail went to (no delivery row: POST /subscribers/{id}/confirmation
- * records its message id), while it still has that address: feedback about it is the subscriber's
- * as a campaign message's is.
+ * The two kinds of message feedback names, each found by its provider message id: a campaign's
+ * delivery, and a confirmation mail (no delivery row: POST /subscribers/{id}/confirmation records its
+ * message id). `complainedAbout`: the condition on the message's row once a complaint was reported
+ * about it. `complaintFollowsPerson`: a complaint reaches the subscriber whatever their address now
+ * (a delivery's); else only while they keep the address the mail went to (a confirmation's record is
+ * of that address).
  */
-const SUBSCRIBER_OF_CONFIRMATION = `id = (SELECT subscriber_id FROM confirmation_messages WHERE provider_message_id = ?2) AND ${UNSEEN}
-  AND email_key = (SELECT lower(email) FROM confirmation_messages WHERE provider_message_id = ?2)`;
+type Mail = { table: "deliveries" | "confirmation_messages"; complainedAbout: string; complaintFollowsPerson: boolean };
+const CAMPAIGN_MAIL: Mail = { table: "deliveries", complainedAbout: "status = 'complained'", complaintFollowsPerson: true };
+const CONFIRMATION_MAIL: Mail = { table: "confirmation_messages", complainedAbout: "complained_at IS NOT NULL", complaintFollowsPerson: false };
+
+/**
+ * The subscriber a message went to; `atAddress`: only while they still have the address it went to
+ * (case aside: addresses are ASCII, and SQLite's lower() folds ASCII letters as the service's key
+ * does), as a bounce says that address is dead, not the one the subscriber has moved to since.
+ */
+const subscriberOf = (mail: Mail, atAddress: boolean) =>
+  `id IN (SELECT subscriber_id FROM ${mail.table} WHERE provider_message_id = ?2) AND ${UNSEEN}` +
+  (atAddress ? ` AND email_key = (SELECT lower(email) FROM ${mail.table} WHERE provider_message_id = ?2)` : "");
+
+/** The subscriber's id for the outgoing event, as the message's row names it. */
+const subscriberIdOf = (mail: Mail, emailId: string) => sql`(SELECT subscriber_id FROM ${sql.raw(mail.table)} WHERE provider_message_id = ${emailId})`;
+
+/**
+ * A permanent bounce: the subscriber `bounced`. A complaint stays what it is: a bounce for the very
+ * message complained about changes nothing (whatever the API did to the status since), and one for
+ * another message leaves an address the complaint keeps out as it is.
+ */
+const bounceSubscriber = (mail: Mail, emailId: string): Effect => ({
+  sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
+         WHERE ${subscriberOf(mail, true)} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'
+           AND NOT EXISTS (SELECT 1 FROM ${mail.table} WHERE provider_message_id = ?2 AND ${mail.complainedAbout})`,
+  event: { type: "subscriber.bounced", resource: "subscriber", id: subscriberIdOf(mail, emailId) },
+});
+
+/** A complaint: the subscriber `unsubscribed`, the complaint what keeps them out. */
+const complainingSubscriber = (mail: Mail, emailId: string): Effect[] => {
+  const who = subscriberOf(mail, !mail.complaintFollowsPerson);
+  return [
+    {
+      sql: `UPDATE subscribers SET status = 'unsubscribed', status_source = 'complaint', updated_at = ?4
+             WHERE ${who} AND status IN ('active', 'pending')`,
+      event: { type: "subscriber.unsubscribed", resource: "subscriber", id: subscriberIdOf(mail, emailId) },
+    },
+    // Already unsubscribed (through a link, say): the complaint is now what keeps them out, so
+    // no unsubscribe link can bring them back. Nothing the API shows changes.
+    { sql: `UPDATE subscribers SET status_source = 'complaint' WHERE ${who} AND status = 'unsubscribed' AND status_source IS NOT 'complaint'` },
+  ];
+};
 
 const moveDelivery = (status: keyof typeof rankOf) =>
   `UPDATE deliveries SET status = '${status}', updated_at = ?4
@@ -79,8 +115,6 @@ type Effect = { sql: string; event?: EventSpec };
 const effectsOf = (event: FeedbackEvent): Effect[] => {
   const emailId = event.emailId ?? "";
   const delivery = sql`(SELECT id FROM deliveries WHERE provider_message_id = ${emailId})`;
-  const subscriber = sql`(SELECT subscriber_id FROM deliveries WHERE provider_message_id = ${emailId})`;
-  const confirmed = sql`(SELECT subscriber_id FROM confirmation_messages WHERE provider_message_id = ${emailId})`;
   switch (event.type) {
     case "email.delivered":
       return [...SENT_AFTER_ALL, { sql: moveDelivery("delivered") }];
@@ -96,54 +130,18 @@ const effectsOf = (event: FeedbackEvent): Effect[] => {
           event: { type: "delivery.bounced", resource: "delivery", id: delivery },
         },
       ];
-      // Only a permanent bounce says the address is dead; others are recorded on the delivery. A
-      // complaint stays what it is: a bounce for the very message complained about changes neither
-      // the delivery nor the subscriber (whatever the API did to the status since), and one for
-      // another message leaves an address the complaint keeps out as it is.
+      // Only a permanent bounce says the address is dead; others are recorded on the delivery.
       if (event.bounceType !== "Permanent") return effects;
-      return [
-        ...effects,
-        {
-          sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
-                 WHERE ${SUBSCRIBER_OF_CONFIRMATION} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'
-                   AND NOT EXISTS (SELECT 1 FROM confirmation_messages WHERE provider_message_id = ?2 AND complained_at IS NOT NULL)`,
-          event: { type: "subscriber.bounced", resource: "subscriber", id: confirmed },
-        },
-        {
-          sql: `UPDATE subscribers SET status = 'bounced', status_source = 'bounce', updated_at = ?4
-                 WHERE ${SUBSCRIBER_AT_ADDRESS_OF_MESSAGE} AND status IN ('active', 'pending', 'unsubscribed') AND status_source IS NOT 'complaint'
-                   AND NOT EXISTS (SELECT 1 FROM deliveries WHERE provider_message_id = ?2 AND status = 'complained')`,
-          event: { type: "subscriber.bounced", resource: "subscriber", id: subscriber },
-        },
-      ];
+      return [...effects, bounceSubscriber(CAMPAIGN_MAIL, emailId), bounceSubscriber(CONFIRMATION_MAIL, emailId)];
     }
     case "email.complained":
       return [
         ...SENT_AFTER_ALL,
         { sql: moveDelivery("complained"), event: { type: "delivery.complained", resource: "delivery", id: delivery } },
-        {
-          sql: `UPDATE subscribers SET status = 'unsubscribed', status_source = 'complaint', updated_at = ?4
-                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status IN ('active', 'pending')`,
-          event: { type: "subscriber.unsubscribed", resource: "subscriber", id: subscriber },
-        },
-        // Already unsubscribed (through a link, say): the complaint is now what keeps them out, so
-        // no unsubscribe link can bring them back. Nothing the API shows changes.
-        {
-          sql: `UPDATE subscribers SET status_source = 'complaint'
-                 WHERE ${SUBSCRIBER_OF_MESSAGE} AND status = 'unsubscribed' AND status_source IS NOT 'complaint'`,
-        },
-        // A complaint about a confirmation mail: recorded on the mail (a later bounce of it then changes
-        // nothing, as for a complained delivery), and the same for its subscriber (while still at that address).
+        ...complainingSubscriber(CAMPAIGN_MAIL, emailId),
+        // A confirmation mail's complaint is recorded on it (a later bounce of it then changes nothing).
         { sql: `UPDATE confirmation_messages SET complained_at = ?4 WHERE ${OF_MESSAGE} AND complained_at IS NULL` },
-        {
-          sql: `UPDATE subscribers SET status = 'unsubscribed', status_source = 'complaint', updated_at = ?4
-                 WHERE ${SUBSCRIBER_OF_CONFIRMATION} AND status IN ('active', 'pending')`,
-          event: { type: "subscriber.unsubscribed", resource: "subscriber", id: confirmed },
-        },
-        {
-          sql: `UPDATE subscribers SET status_source = 'complaint'
-                 WHERE ${SUBSCRIBER_OF_CONFIRMATION} AND status = 'unsubscribed' AND status_source IS NOT 'complaint'`,
-        },
+        ...complainingSubscriber(CONFIRMATION_MAIL, emailId),
       ];
     case "email.opened":
       return [{ sql: firstTime("opened_at") }];
@@ -219,25 +217,19 @@ export const applyFeedback = async (
   return changed > 0 ? "applied" : "ignored";
 };
 
-/** Deletes up to `take` receipts received before `before`, oldest first; returns how many. */
-export const deleteReceiptsBefore = async (d1: D1Database, before: number, take: number): Promise<number> => {
-  const { meta } = await d1
-    .prepare(
-      `DELETE FROM webhook_receipts WHERE svix_id IN (SELECT svix_id FROM webhook_receipts WHERE received_at < ?1 ORDER BY received_at LIMIT ?2)`,
-    )
-    .bind(before, take)
-    .run();
-  return meta.changes;
-};
+/** Deletes up to `take` rows of `table` made before `before` (by `at`), oldest first; returns how many. */
+const deleteOldest =
+  (table: string, key: string, at: string) =>
+  async (d1: D1Database, before: number, take: number): Promise<number> => {
+    const { meta } = await d1
+      .prepare(`DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE ${at} < ?1 ORDER BY ${at} LIMIT ?2)`)
+      .bind(before, take)
+      .run();
+    return meta.changes;
+  };
 
-/** Deletes up to `take` confirmation mail records made before `before`, oldest first; returns how many. */
-export const deleteConfirmationMessagesBefore = async (d1: D1Database, before: number, take: number): Promise<number> => {
-  const { meta } = await d1
-    .prepare(
-      `DELETE FROM confirmation_messages WHERE provider_message_id IN
-         (SELECT provider_message_id FROM confirmation_messages WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)`,
-    )
-    .bind(before, take)
-    .run();
-  return meta.changes;
-};
+/** Receipts received before a time: no redelivery comes that late. */
+export const deleteReceiptsBefore = deleteOldest("webhook_receipts", "svix_id", "received_at");
+
+/** Confirmation mail records made before a time: no feedback comes that late. */
+export const deleteConfirmationMessagesBefore = deleteOldest("confirmation_messages", "provider_message_id", "created_at");

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { bindingPurpose, missingBindings, missingSchemaObject, neededBindings } from "../errors/configuration";
 import { ApiError } from "../errors/api-error";
-import { errorResponse, requestIdHeader } from "../errors/openapi";
+import { rateLimited, requestIdHeader } from "../errors/openapi";
 import { publicLimitWait } from "../middleware/client-ip";
 import { routeName } from "../lib/route";
 import type { AppEnv } from "../lib/types";
@@ -66,9 +66,7 @@ export const healthRoute = createRoute({
       headers: requestIdHeader,
       content: { "application/json": { schema: HealthSchema } },
     },
-    429: errorResponse(["rate_limited"], {
-      "Retry-After": { description: "Seconds to wait before retrying.", required: true, schema: { type: "integer" } },
-    }),
+    429: rateLimited,
     503: {
       description: "A check failed: each failed check says what to fix",
       headers: requestIdHeader,

@@ -124,11 +124,10 @@ export const subscribersRouter = createRouter()
     const answer = envelope(asked.answer);
     // A mail Resend took is recorded (its feedback then reaches the subscriber), with the answer a
     // retry with the same Idempotency-Key gets, in one batch.
-    const answered = { status: 200, body: answer, always: true } as const;
-    if (asked.feedbackId === undefined) await commit(c, [], answered);
-    else {
-      const record = { providerMessageId: asked.feedbackId, workspaceId: workspace_id, subscriberId: subscriber_id, email: asked.answer.email, at: Date.now() };
-      await commit(c, [confirmationMessageRecord(c.var.db, record)], answered);
-    }
+    const record =
+      asked.feedbackId === undefined
+        ? []
+        : [confirmationMessageRecord(c.var.db, { providerMessageId: asked.feedbackId, workspaceId: workspace_id, subscriberId: subscriber_id, email: asked.answer.email, at: Date.now() })];
+    await commit(c, record, { status: 200, body: answer, always: true });
     return c.json(answer, 200);
   });

@@ -129,5 +129,5 @@ export const resendIntegration = (
     rps: resendRate(env).rps,
     pacer,
   };
-  return { slug: "resend", chunkSize: RESEND_BATCH_SIZE, keyLifetimeMs: RESEND_KEY_LIFETIME_MS, sendBatch: (emails, key, options) => sendBatch(config, emails, key, options) };
+  return { slug: "resend", chunkSize: RESEND_BATCH_SIZE, keyLifetimeMs: RESEND_KEY_LIFETIME_MS, reportsFeedback: true, sendBatch: (emails, key, options) => sendBatch(config, emails, key, options) };
 };

@@ -109,6 +109,11 @@ export interface Integration {
    */
   readonly settleAtCreation?: (deliveryId: string) => string;
   /**
+   * The provider reports what became of a message (bounces, complaints: POST /webhooks/resend) by
+   * the id it answered with: a mail sent outside a send (a confirmation) is recorded by that id.
+   */
+  readonly reportsFeedback?: true;
+  /**
    * Hands a batch over (at most `chunkSize` emails). `idempotencyKey` names the batch: the same key
    * on every retry of the same batch, so a provider that already accepted it answers as before
    * instead of sending again. Every request of the batch holds the emails of the one before it, or
