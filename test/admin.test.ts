@@ -124,9 +124,10 @@ describe("operator API", () => {
       "workspace_ids[1]",
     );
     expectError(await admin("DELETE", "/admin/credentials/cred_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 404, "not_found", "credential_id");
-    const badWorkspace = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: ["ws_"] });
+    expectError(await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: ["ws_"] }), 400, "resource_missing", "workspace_ids[0]");
+    const badWorkspace = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: ["sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T"] });
     expectError(badWorkspace, 400, "validation_failed", "workspace_ids[0]");
-    expect(badWorkspace.body.error.message).toBe("workspace_ids[0] must be a workspace id: ws_ followed by 1 to 64 letters and digits");
+    expect(badWorkspace.body.error.message).toBe("workspace_ids[0] must be a workspace id, which starts with ws_");
     const noScopes = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ws.id], scopes: [] });
     expect(noScopes.body.error.message).toBe("scopes must have at least 1 item");
     expectError(await admin("DELETE", "/admin/credentials/ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T"), 400, "validation_failed", "credential_id");

@@ -583,11 +583,28 @@ describe("subscriber email addresses", () => {
 });
 
 describe("subscriber path messages", () => {
-  it.each(["sub_", `sub_${"A".repeat(65)}`, "sub_a-b"])("says what is wrong with the id %s", async (id) => {
+  it.each(["sub_", `sub_${"A".repeat(65)}`, "sub_does_not_exist", "sub_00000000-0000-0000-0000-000000000000", "sub_%20x"])(
+    "looks up the opaque id %s and finds nothing: 404, on every subscriber route",
+    async (id) => {
+      const t = await tenant();
+      for (const [method, suffix, body] of [
+        ["GET", "", undefined],
+        ["PATCH", "", { name: "Ada" }],
+      ] as const) {
+        const res = await t.call(method, `${t.ws}/subscribers/${id}${suffix}`, { body });
+        expectError(res, 404, "not_found", "subscriber_id");
+        expect(res.body.error.message).toBe(`No such subscriber: ${decodeURIComponent(id)}`);
+      }
+    },
+  );
+
+  it("says what is wrong with an id without its prefix", async () => {
     const t = await tenant();
-    const res = await t.call("GET", `${t.ws}/subscribers/${id}`);
-    expectError(res, 400, "validation_failed", "subscriber_id");
-    expect(res.body.error.message).toBe("subscriber_id must be a subscriber id: sub_ followed by 1 to 64 letters and digits");
+    for (const id of ["cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T", "01JD6Q3Z6W9X8B4N2M5K7P1R3T", "SUB_01JD6Q3Z6W9X8B4N2M5K7P1R3T"]) {
+      const res = await t.call("GET", `${t.ws}/subscribers/${id}`);
+      expectError(res, 400, "validation_failed", "subscriber_id");
+      expect(res.body.error.message).toBe("subscriber_id must be a subscriber id, which starts with sub_");
+    }
   });
 
   it("names the path parameter of a subscriber that does not exist", async () => {

@@ -99,12 +99,18 @@ describe("GET /workspaces/{workspace_id}", () => {
     expectError(foreign, 404, "not_found", "workspace_id");
     expectError(missing, 404, "not_found", "workspace_id");
     expect(foreign.body.error.message.replace(other.id, "X")).toBe(missing.body.error.message.replace("ws_01JD6Q3Z6W9X8B4N2M5K7P1R3T", "X"));
+    // Ids are opaque (the specification's pattern is the prefix): any id with it is looked up.
+    for (const id of ["ws_does_not_exist", "ws_", "ws_00000000-0000-0000-0000-000000000000"]) {
+      expectError(await t.call("GET", `/v1/workspaces/${id}`), 404, "not_found", "workspace_id");
+      expectError(await t.call("GET", `/v1/workspaces/${id}/subscribers`), 404, "not_found", "workspace_id");
+      expectError(await t.call("POST", `/v1/workspaces/${id}/subscribers`, { body: { email: "a@example.com" } }), 404, "not_found", "workspace_id");
+    }
   });
 
   it("validates the id prefix", async () => {
     const t = await tenant();
     const res = await t.call("GET", "/v1/workspaces/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T");
     expectError(res, 400, "validation_failed", "workspace_id");
-    expect(res.body.error.message).toBe("workspace_id must be a workspace id: ws_ followed by 1 to 64 letters and digits");
+    expect(res.body.error.message).toBe("workspace_id must be a workspace id, which starts with ws_");
   });
 });

@@ -19,8 +19,15 @@ export const idPrefixes = {
 
 export type IdKind = keyof typeof idPrefixes;
 
-/** What an id of `kind` looks like: its prefix and 1 to 64 letters and digits (every id the service made, and no more). */
+/** What an id of `kind` the service made looks like: its prefix and 1 to 64 letters and digits (for its own queue messages). */
 export const idPattern = (kind: IdKind): RegExp => new RegExp(`^${idPrefixes[kind]}[0-9A-Za-z]{1,64}$`);
+
+/**
+ * What a client may name as an id of `kind` (a path or query parameter): anything with its prefix, the
+ * specification's pattern (ids are opaque). A wrong prefix is a 400; `sub_does_not_exist` names no
+ * subscriber, a 404 like any id that is not found.
+ */
+export const prefixPattern = (kind: IdKind): RegExp => new RegExp(`^${idPrefixes[kind]}`);
 
 // ulidx's default generator asks the CSPRNG for one byte per character (16 calls per id, every
 // request makes at least one id); drawing the same bytes 256 at a time keeps them cryptographic.

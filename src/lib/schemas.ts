@@ -1,16 +1,16 @@
 import { z } from "@hono/zod-openapi";
 import { article } from "../errors/zod-messages";
 import { EMAIL_MAX_LENGTH, emailAddressProblem, emailKey } from "./email";
-import { idPattern, idPrefixes, type IdKind } from "./ids";
+import { idPrefixes, prefixPattern, type IdKind } from "./ids";
 import { emailPattern, optionalEmailPattern, optionalLinePattern, optionalTextPattern, rawTextPattern, requiredLinePattern, requiredTextPattern } from "./text-patterns";
 
-const idRule = (kind: IdKind) => `must be ${article(kind)} ${kind} id: ${idPrefixes[kind]} followed by 1 to 64 letters and digits`;
+const idRule = (kind: IdKind) => `must be ${article(kind)} ${kind} id, which starts with ${idPrefixes[kind]}`;
 
-/** A path id: validated against its prefix, so `sub_…` in a workspace slot is a 400, not a 404. */
+/** A path id: validated against its prefix, so `sub_…` in a workspace slot is a 400; any other id not found is a 404. */
 export const idParam = (kind: IdKind, name: string) =>
   z
     .string()
-    .regex(idPattern(kind), { error: idRule(kind) })
+    .regex(prefixPattern(kind), { error: idRule(kind) })
     .openapi({ param: { name, in: "path" }, example: `${idPrefixes[kind]}01JD6Q3Z6W9X8B4N2M5K7P1R3T` });
 
 export const WorkspaceParams = z.object({ workspace_id: idParam("workspace", "workspace_id") });
@@ -188,7 +188,7 @@ const queryString = () => z.string({ error: givenOnce });
 /** An id as a query filter (`?workspace_id=ws_…`): the same rule as in a path, given once. */
 export const idQuery = (kind: IdKind, description: string) =>
   queryString()
-    .regex(idPattern(kind), { error: idRule(kind) })
+    .regex(prefixPattern(kind), { error: idRule(kind) })
     .optional()
     .openapi({ description, example: `${idPrefixes[kind]}01JD6Q3Z6W9X8B4N2M5K7P1R3T` });
 

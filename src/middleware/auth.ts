@@ -3,7 +3,7 @@ import { credentialCacheFor } from "../credentials/credential-cache";
 import { findCredentialByHash } from "../credentials/credentials.repository";
 import { hashToken, tokenMode } from "../credentials/tokens";
 import { ApiError, notFound } from "../errors/api-error";
-import { idPattern } from "../lib/ids";
+import { prefixPattern } from "../lib/ids";
 import type { AppEnv, Scope } from "../lib/types";
 
 const challenge = { "WWW-Authenticate": 'Bearer realm="newsletter"' };
@@ -73,11 +73,11 @@ export const requireScope = (scope: Scope) =>
     await next();
   });
 
-const WORKSPACE_ID = idPattern("workspace");
+const WORKSPACE_ID = prefixPattern("workspace");
 
 /**
  * A workspace the credential may not access answers exactly like one that does not exist.
- * Malformed ids are left to the route's validator (400 validation_failed).
+ * An id without the prefix is left to the route's validator (400 validation_failed).
  */
 export const workspaceAccess = createMiddleware<AppEnv>(async (c, next) => {
   const workspaceId = c.req.param("workspace_id");
