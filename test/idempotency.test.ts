@@ -251,6 +251,35 @@ describe("Idempotency-Key", () => {
     expect(other.status, other.text).toBe(201);
   });
 
+  it("records an error answered under an expired key not yet purged: D1 holds the new answer", async () => {
+    const t = await tenant();
+    const missing = `${t.ws}/campaigns/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T/test`;
+    const first = await t.call("POST", missing, withKey("reused-after-a-day", { emails: ["a@example.com"] }));
+    expectError(first, 404, "not_found", "campaign_id");
+    const expire = async () => {
+      await env.DB.prepare("update idempotency_keys set expires_at = ? where credential_id = ? and key = ?")
+        .bind(Date.now() - 1, t.credential.id, "reused-after-a-day")
+        .run();
+      const { keys } = await env.IDEMPOTENCY_KV.list();
+      await Promise.all(keys.map((k) => env.IDEMPOTENCY_KV.delete(k.name)));
+    };
+    // A day later (the record expired, the sweep has not run, KV's copy is gone), another request.
+    await expire();
+    const second = await t.call("POST", missing, withKey("reused-after-a-day", { emails: ["b@example.com"] }));
+    expectError(second, 404, "not_found", "campaign_id");
+    const row = await keyRow(t.credential.id, "reused-after-a-day");
+    expect(row!.expires_at).toBeGreaterThan(Date.now());
+    expect(JSON.parse(row!.response).body).toBe(second.text);
+
+    // D1 is the truth: with KV's copy gone, the key is the second request's, and another is a 422.
+    const { keys } = await env.IDEMPOTENCY_KV.list();
+    await Promise.all(keys.map((k) => env.IDEMPOTENCY_KV.delete(k.name)));
+    const third = await t.call("POST", `${t.ws}/subscribers`, withKey("reused-after-a-day", { email: "c@example.com" }));
+    expectError(third, 422, "idempotency_key_reused");
+    expect(await countSubscribers(t.workspace.id)).toBe(0);
+    expectReplayOf(await t.call("POST", missing, withKey("reused-after-a-day", { emails: ["b@example.com"] })), second);
+  });
+
   it("purges expired records in the cron sweep, and only those", async () => {
     const t = await tenant();
     const insert = env.DB.prepare(
@@ -298,6 +327,7 @@ describe("Idempotency-Key with a request in flight", () => {
     const retry = await t.call("POST", `${t.ws}/subscribers`, withKey("slow-key-1", body));
     expectError(retry, 409, "idempotency_key_in_use", "Idempotency-Key");
     expect(retry.body.error.type).toBe("idempotency_error");
+    expect(retry.headers.get("retry-after")).toBe("1");
     expect(retry.headers.get("idempotent-replayed")).toBeNull();
     // Nothing of the first request is written until its batch commits: no record, no row.
     expect(await keyRow(t.credential.id, "slow-key-1")).toBeNull();

@@ -177,6 +177,19 @@ describe("GET /openapi.json", () => {
     ]);
     expect(doc.components.schemas.Operation.properties.integration_slug.enum).toEqual(["sandbox", "resend"]);
     expect(doc.components.schemas.WebhookEndpoint.properties.events.items.enum).toContain("*");
+    // A message sent at once: error only after "failed", never after "sent".
+    for (const name of ["TestSendResult", "ConfirmationSendResult"]) {
+      const schema = doc.components.schemas[name];
+      // The confirmation's result is also null (no mail asked): that member has no properties.
+      const parts = (schema.anyOf as { properties?: Record<string, { enum?: unknown[]; type?: unknown }> }[]).filter((m) => m.properties);
+      expect(
+        parts.map((m) => [m.properties!.status?.enum, m.properties!.error?.type, m.properties!.provider_message_id?.type]),
+        name,
+      ).toEqual([
+        [["sent"], "null", ["string", "null"]],
+        [["failed"], "object", "null"],
+      ]);
+    }
   });
 
   it("shows a webhook secret example of the documented form: whsec_ and 32 bytes", async () => {

@@ -9,6 +9,7 @@ import {
   isoDateTime,
   limitQuery,
   noAddressTwice,
+  oneOffResultSchema,
   optionalText,
   queryEnum,
   rawText,
@@ -235,14 +236,7 @@ export const TestSendSchema = z
   .object({
     object: z.literal("test_send"),
     results: z.array(
-      z
-        .object({
-          email: z.string(),
-          status: z.enum(["sent", "failed"]),
-          provider_message_id: z.string().nullable(),
-          error: z.object({ code: z.string(), message: z.string() }).nullable(),
-        })
-        .openapi("TestSendResult"),
+      oneOffResultSchema({ email: z.string() }).openapi("TestSendResult"),
     ),
   })
   .openapi("TestSend");

@@ -134,7 +134,7 @@ export const answeredBefore = async (request: IdempotentRequest, record: Idempot
 export const keyReused = () =>
   new ApiError(
     "idempotency_key_reused",
-    "This Idempotency-Key was already used with another method, path or body; use a new key for a new request",
+    "This Idempotency-Key was already used with another method, path or body (bodies are compared byte for byte: no body and {} differ, as do two spacings of one JSON); use a new key for a new request",
     { param: "Idempotency-Key" },
   );
 

@@ -91,9 +91,14 @@ const common = {
   503: configurationError,
 } as const;
 
+/** While a request with the same Idempotency-Key runs: how long to wait before asking again. */
+export const keyInUseHeaders = {
+  "Retry-After": { description: "Seconds to wait before retrying (idempotency_key_in_use).", schema: { type: "integer" } },
+} as const;
+
 const writes = {
   ...bodyErrorResponses,
-  409: json("idempotency_key_in_use"),
+  409: json("idempotency_key_in_use", keyInUseHeaders),
   422: json("idempotency_key_reused"),
 } as const;
 

@@ -89,11 +89,16 @@ export const renderedRecord = (db: Db, request: IdempotentRequest, now: number, 
   db.insert(idempotencyKeys).values({ ...recordFields(request, now), response: JSON.stringify(stored) });
 
 /**
- * Records an answer that wrote nothing (an error, say), unless the key already has a record, which
- * then stands: undefined means recorded, otherwise the record that was there first.
+ * Records an answer that wrote nothing (an error, say), unless the key already has a live record, which
+ * then stands: undefined means recorded, otherwise the record that was there first. An expired record
+ * goes in the same batch, as before any write's (src/db/commit.ts): kept, it would take the key's place
+ * and leave the answer unrecorded.
  */
 export const recordUnlessTaken = async (db: Db, request: IdempotentRequest, now: number, stored: StoredResponse | SealedResponse) => {
-  const inserted = await renderedRecord(db, request, now, stored).onConflictDoNothing().returning({ key: idempotencyKeys.key });
+  const [, inserted] = await db.batch([
+    dropExpiredRecord(db, request, now),
+    renderedRecord(db, request, now, stored).onConflictDoNothing().returning({ key: idempotencyKeys.key }),
+  ]);
   return inserted.length > 0 ? undefined : findLiveRecord(db, request, now);
 };
 

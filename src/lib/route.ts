@@ -2,7 +2,7 @@ import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import type { MiddlewareHandler } from "hono";
 import { type ErrorCode, invalidParam } from "../errors/api-error";
-import { bodyReadErrorResponses, errorResponse, payloadTooLarge, readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
+import { bodyReadErrorResponses, errorResponse, keyInUseHeaders, payloadTooLarge, readErrorResponses, replayedHeader, requestIdHeader, writeErrorResponses } from "../errors/openapi";
 import { requireScope, workspaceAccess } from "../middleware/auth";
 import { IdempotencyHeaders, idempotency } from "../middleware/idempotency";
 import { jsonBody, readJsonBody } from "../middleware/request-context";
@@ -96,7 +96,7 @@ export const apiRoute = <const R extends ApiRouteConfig>(config: R) => {
       ...(lists ? (["invalid_cursor"] as const) : []),
       ...(errorCodes?.[400] ?? []),
     ]),
-    ...(idempotent && { 409: errorResponse([...(errorCodes?.[409] ?? []), "idempotency_key_in_use"]) }),
+    ...(idempotent && { 409: errorResponse([...(errorCodes?.[409] ?? []), "idempotency_key_in_use"], keyInUseHeaders) }),
   };
   const responses = Object.fromEntries(
     Object.entries({ ...errors, ...route.responses }).map(([status, response]) => [

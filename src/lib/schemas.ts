@@ -234,6 +234,17 @@ const PaginationSchema = z
   ])
   .openapi("Pagination");
 
+/**
+ * What came of one message sent at once (a test send's, a confirmation's), split by `status` as
+ * Pagination is, so a typed client reads `error` after `failed` without a null check. A sent message's
+ * id is null when the provider took it in an earlier request that did not answer.
+ */
+export const oneOffResultSchema = <T extends z.ZodRawShape>(shape: T) =>
+  z.union([
+    z.object({ ...shape, status: z.literal("sent"), provider_message_id: z.string().nullable(), error: z.null() }),
+    z.object({ ...shape, status: z.literal("failed"), provider_message_id: z.null(), error: z.object({ code: z.string(), message: z.string() }) }),
+  ]);
+
 export const isoDateTime = z.string().openapi({ format: "date-time", example: "2026-11-21T12:00:00.000Z" });
 
 /** The body of an action that takes no parameters: none, or `{}`. */

@@ -69,7 +69,8 @@ const idempotencyIn = (scopeOf: (c: Context<AppEnv>) => Promise<KeyScope>) =>
       throw new ApiError(
         "idempotency_key_in_use",
         "A request with this Idempotency-Key is still being processed; retry after it completes",
-        { param: "Idempotency-Key" },
+        // A write takes well under a second; the retry then gets its answer replayed.
+        { param: "Idempotency-Key", headers: { "Retry-After": "1" } },
       );
     }
     const request: IdempotentRequest = { credentialId, key, fingerprint, state: "pending", ...(sealer && { sealer }) };

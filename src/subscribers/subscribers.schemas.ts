@@ -9,6 +9,7 @@ import {
   isoDateTime,
   limitQuery,
   noAddressTwice,
+  oneOffResultSchema,
   optionalText,
   queryEnum,
   queryText,
@@ -211,12 +212,7 @@ export const ConfirmationSchema = z
       description: "`{PUBLIC_BASE_URL}/c/{token}`: its page asks, its button confirms (`pending` → `active`). It does not expire.",
       example: "https://news.example.com/c/c3ViXzAx…",
     }),
-    result: z
-      .object({
-        status: z.enum(["sent", "failed"]),
-        provider_message_id: z.string().nullable(),
-        error: z.object({ code: z.string(), message: z.string() }).nullable(),
-      })
+    result: oneOffResultSchema({})
       .nullable()
       .openapi("ConfirmationSendResult", { description: "What came of mailing the link; `null` with `send: false`." }),
   })
