@@ -253,7 +253,7 @@ describe("campaigns", () => {
     const t = await tenant();
     const nl = await createNewsletter(t);
     const send = (id: string, body: Record<string, unknown>) => t.call("POST", `${t.ws}/campaigns/${id}/send`, { body });
-    for (const slug of ["Sandbox", " sandbox", "sandbox ", "smtp"]) {
+    for (const slug of ["Sandbox", " sandbox", "sandbox ", "smtp", ""]) {
       const res = await send((await createCampaign(t, { newsletter_id: nl.id })).id, { integration_slug: slug });
       expectError(res, 400, "unknown_integration", "integration_slug");
     }

@@ -71,7 +71,7 @@ describe("GET /u/{token}", () => {
     expectPageHeaders(res);
     expectSelfContained(res.text);
     expect(res.text).toContain("The Weekly Byte");
-    expect(res.text).toContain('<bdi class="address">a***@<wbr>example.com</bdi>');
+    expect(res.text).toContain('<bdi class="address">a***@example.com</bdi>');
     expect(res.text).not.toContain("ada.lovelace");
     expect(res.text.match(/<button/g)).toHaveLength(1);
     expect(res.text).toContain(`action="/u/${r.token}"`);
@@ -88,7 +88,7 @@ describe("GET /u/{token}", () => {
     const style = res.text.match(/<style>([\s\S]*)<\/style>/)?.[1] ?? "";
     expect(style).toMatch(/main\{[^}]*min-width:0;[^}]*overflow-wrap:anywhere/);
     expect(style).not.toContain("break-all");
-    expect(res.text).toMatch(/<bdi class="address">a\*\*\*@<wbr>[^<]+<\/bdi>/);
+    expect(res.text).toMatch(/<bdi class="address">a\*\*\*@[^<]+<\/bdi>/);
   });
 
   it("escapes what it shows", async () => {

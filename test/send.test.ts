@@ -183,7 +183,7 @@ describe("send over HTTP", () => {
     const t = await tenant();
     const campaign = await createCampaign(t);
     const url = `${t.ws}/campaigns/${campaign.id}/send`;
-    expectError(await t.call("POST", url, { body: { integration_slug: "" } }), 400, "validation_failed", "integration_slug");
+    expectError(await t.call("POST", url, { body: { integration_slug: "" } }), 400, "unknown_integration", "integration_slug");
     expectError(await t.call("POST", url, { body: { integration_slug: 7 } }), 400, "validation_failed", "integration_slug");
     expectError(await t.call("POST", url, { body: { integration: "sandbox" } }), 400, "validation_failed", "integration");
     expectError(await t.call("POST", `${t.ws}/campaigns/nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T/send`), 400, "validation_failed", "campaign_id");

@@ -152,9 +152,9 @@ export const ListCampaignsQuery = z.strictObject({
 export const SendCampaignBody = z
   .strictObject({
     // Matched exactly (case-sensitive, untrimmed) against the configured integrations by the send
-    // itself, so that a name it does not know is a 400 unknown_integration rather than a shape error.
+    // itself, so that a name it does not know (the empty one too) is a 400 unknown_integration rather
+    // than a shape error.
     integration_slug: bodyString()
-      .min(1)
       .max(64)
       .nullable()
       .optional()
