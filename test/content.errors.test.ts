@@ -111,6 +111,39 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(rejection({ subject: "Hi {{ subscriber.name" }).message).toContain('output "{{ subscriber.name" not closed on line 1');
   });
 
+  it("refuses an expression the engine would read as another (an operator missing a value, two values with none between them), which would send every recipient the wrong branch", () => {
+    const said = (text: string) => rejection({ text }).message;
+    expect(said("[{% if subscriber.email and %}yes{% else %}no{% endif %}]")).toBe(
+      'text: "subscriber.email and" ends with "and", which needs a value after it on line 1',
+    );
+    expect(said("a\n{% if subscriber.email == %}yes{% endif %}")).toBe('text: "subscriber.email ==" ends with "==", which needs a value after it on line 2');
+    expect(said("{% if subscriber.email != %}yes{% endif %}")).toContain('ends with "!="');
+    expect(said("{{ subscriber.email subscriber.name }}")).toBe(
+      'text: "subscriber.email subscriber.name" has two values with no operator between them (==, !=, <, >, <=, >=, contains, and, or) on line 1',
+    );
+    expect(said("{% if subscriber.name > > 3 %}x{% endif %}")).toContain('has ">" without a value before it');
+    expect(said("{% if subscriber.name == 'a' or %}x{% endif %}")).toContain('ends with "or"');
+    expect(said("{% if subscriber.name %}x{% elsif and subscriber.email %}y{% endif %}")).toContain('has "and" without a value before it');
+    expect(said("{% unless subscriber.name contains %}x{% endunless %}")).toContain('ends with "contains"');
+    expect(said("{% assign n = subscriber.name subscriber.email %}{{ n }}")).toContain("two values with no operator");
+    expect(said("{% case subscriber.email %}{% when %}W{% else %}E{% endcase %}")).toBe(
+      "text: a {% when %} of the {% case %} on line 1 names no value to compare with",
+    );
+    expect(said("{{ subscriber.email | }}")).toBe('text: a "|" on line 1 has no filter name after it');
+    expect(rejection({ html: "<p>{% if subscriber.tags contains 'vip' and %}VIP{% endif %}</p>" }).param).toBe("html");
+    // The same shapes written whole are fine.
+    expect(() =>
+      validateCampaignContent(
+        content({
+          text:
+            "{% if subscriber.email and subscriber.name %}a{% endif %}{% if subscriber.name == 'x' or subscriber.tags contains 'vip' %}b{% endif %}" +
+            "{% unless subscriber.name != blank %}c{% endunless %}{% case subscriber.source %}{% when 'a', 'b' %}d{% when 'c' or 'e' %}e{% endcase %}" +
+            "{{ subscriber.name | default: 'x' | upcase }}{% if subscriber.tags.size > 2 %}f{% elsif subscriber.tags.size >= 1 %}g{% endif %}{{ 'a|' }}{% if not subscriber.name %}h{% endif %}",
+        }),
+      ),
+    ).not.toThrow();
+  });
+
   it("names an unknown filter", () => {
     expect(rejection({ html: "<p>\n{{ subscriber.name | shout }}</p>" })).toEqual({ param: "html", message: "html: undefined filter: shout on line 2" });
     // raw would bypass the escaping: it is no filter in html.

@@ -52,22 +52,26 @@ describe("a message that cannot be rendered for its subscriber", () => {
 });
 
 describe("a campaign saved under earlier checks that today's refuse", () => {
-  it("previews as a 400 naming the field, and sends as undeliverable messages (render_failed), never a failing step", async () => {
+  // Each written as an older version of the service accepted it: a value inside <script>; an
+  // expression the engine reads as another (false, whatever the subscriber), which is never sent so.
+  it.each([
+    ['<p>Hi</p><script>var n = "{{ subscriber.name }}";</script>', "inside <script>"],
+    ["<p>{% if subscriber.email and %}Hello{% else %}Wrong branch{% endif %}</p>", 'ends with "and"'],
+  ])("previews as a 400 naming the field, and sends as undeliverable messages (render_failed), never a failing step: %s", async (html, problem) => {
     const h = await harness("live");
     await seedSubscribers(h.t.workspace.id, 3);
     const resend = mockResend();
     const campaign = await createCampaign(h.t);
-    // Written as an older version of the service accepted it (a value inside <script>).
-    await env.DB.prepare("UPDATE campaigns SET html = ? WHERE id = ?").bind('<p>Hi</p><script>var n = "{{ subscriber.name }}";</script>', campaign.id).run();
+    await env.DB.prepare("UPDATE campaigns SET html = ? WHERE id = ?").bind(html, campaign.id).run();
     const preview = await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/preview`);
     expectError(preview, 400, "validation_failed", "html");
-    expect(preview.body.error.message).toContain("inside <script>");
+    expect(preview.body.error.message).toContain(problem);
     const op = await send(h.t, campaign.id, { integration_slug: "resend" });
     await h.drain();
     expect(resend.calls).toEqual([]);
     const deliveries = await allDeliveries(h.t, campaign.id);
     expect(deliveries).toHaveLength(3);
-    for (const d of deliveries) expect(d).toMatchObject({ status: "failed", attempts: 0, error: { code: "render_failed", message: expect.stringContaining("inside <script>") } });
+    for (const d of deliveries) expect(d).toMatchObject({ status: "failed", attempts: 0, error: { code: "render_failed", message: expect.stringContaining(problem) } });
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "failed", progress: { total: 3, delivered: 0, failed: 3 } });
   });
 

@@ -136,6 +136,73 @@ const loopProblems = (field: TemplateField, templates: Template[]): TemplateErro
   return problems;
 };
 
+/** What liquidjs keeps of a token: where it stands in the template's source. */
+type SourceToken = { kind: number; begin: number; end: number; input: string; operator?: string; initial?: unknown; getPosition(): [number, number] };
+type ParsedExpression = { postfix: SourceToken[] };
+type ParsedValue = { initial: ParsedExpression };
+
+/** Liquid's one operator with a single operand (`not a`); every other stands between two. */
+const UNARY_OPERATORS = new Set(["not"]);
+
+/**
+ * What is wrong with an expression's shape, if anything: liquidjs reads an operator missing an
+ * operand (`a and`, `a ==`) or two operands with none between them (`a b`) without complaint, and
+ * renders them as something else (the condition false, the second value dropped), so every
+ * recipient would get the wrong branch. Read in source order; a parenthesized group is checked too.
+ */
+const expressionProblem = (expression: ParsedExpression): { token: SourceToken; problem: string } | undefined => {
+  const tokens = [...expression.postfix].sort((a, b) => a.begin - b.begin);
+  const first = tokens[0];
+  if (!first) return undefined;
+  const last = tokens[tokens.length - 1] as SourceToken;
+  const text = clippedName(first.input.slice(first.begin, last.end));
+  let wantOperand = true;
+  for (const token of tokens) {
+    if (token.kind === TokenKind.Operator) {
+      if (UNARY_OPERATORS.has(token.operator ?? "")) {
+        if (!wantOperand) return { token, problem: `"${text}" has "${token.operator}" after a value (it goes before the one it negates)` };
+        continue;
+      }
+      if (wantOperand) return { token, problem: `"${text}" has "${token.operator}" without a value before it` };
+      wantOperand = true;
+      continue;
+    }
+    if (!wantOperand) return { token, problem: `"${text}" has two values with no operator between them (==, !=, <, >, <=, >=, contains, and, or)` };
+    wantOperand = false;
+    const inner = (token.initial as ParsedExpression | undefined)?.postfix ? expressionProblem(token.initial as ParsedExpression) : undefined;
+    if (inner) return inner;
+  }
+  if (wantOperand) return { token: last, problem: `"${text}" ends with "${last.operator}", which needs a value after it` };
+  return undefined;
+};
+
+/**
+ * Expressions the engine parsed into something other than what was written (see expressionProblem),
+ * a `{% when %}` comparing with nothing, and a `|` with no filter after it: each refused on save.
+ */
+const expressionProblems = (field: TemplateField, templates: Template[]): { line: number; problem: TemplateError }[] => {
+  const problems: { line: number; problem: TemplateError }[] = [];
+  for (const template of walk(templates)) {
+    const parts = template as unknown as { value?: ParsedValue; branches?: { value?: ParsedValue; values?: unknown[] }[]; token: Token & { args?: string; content?: string } };
+    const line = template.token.getPosition()[0] ?? 0;
+    for (const value of [parts.value, ...(parts.branches ?? []).map((b) => b.value)]) {
+      const found = value?.initial ? expressionProblem(value.initial) : undefined;
+      if (found) {
+        const at = found.token.getPosition()[0] ?? line;
+        problems.push({ line: at, problem: new TemplateError(field, `${found.problem} on line ${at}`) });
+      }
+    }
+    if ((parts.branches ?? []).some((b) => Array.isArray(b.values) && b.values.length === 0)) {
+      problems.push({ line, problem: new TemplateError(field, `a {% when %} of the {% case %} on line ${line} names no value to compare with`) });
+    }
+    const written = parts.token.args ?? parts.token.content;
+    if (typeof written === "string" && /\|\s*$/.test(written)) {
+      problems.push({ line, problem: new TemplateError(field, `a "|" on line ${line} has no filter name after it`) });
+    }
+  }
+  return problems;
+};
+
 /** A checked template, with the names of the variables it reads from outside. */
 type ParsedTemplate = { templates: Template[]; globals: ReadonlySet<string> };
 
@@ -200,7 +267,7 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
     }
   }
   const used = Object.values(analysis.variables).flat();
-  unknown.push(...namesNotWrittenOut(field, source, used), ...loopObjectMisreads(field, used));
+  unknown.push(...namesNotWrittenOut(field, source, used), ...loopObjectMisreads(field, used), ...expressionProblems(field, templates));
   const problems = [...unknown.sort((a, b) => a.line - b.line).map((u) => u.problem), ...loopProblems(field, templates)];
   if (problems.length > MAX_PROBLEMS) {
     const more = problems.length - MAX_PROBLEMS;
