@@ -1,10 +1,13 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../src/db/client";
+import { queuedChunk } from "../src/sending/deliveries.repository";
 import { recipientWindow } from "../src/sending/fanout.repository";
 import type { OperationState } from "../src/sending/send.repository";
 import { subscriberBatchStatements } from "../src/subscribers/subscribers.batch";
 import { seedSubscribers, tenant } from "./helpers";
+import { createCampaign } from "./send.fixtures";
+import { harness, send } from "./send.harness";
 
 // The plans D1's own SQLite makes for the statements whose cost must not grow with the workspace.
 // A JSON list read with json_each and joined to a large table lets the planner put the large table
@@ -80,5 +83,43 @@ describe("query plans that must not grow with the workspace", () => {
     }
     // The answer (the third statement) looks each item's address up in the unique index.
     expect(plans[2]?.join("\n")).toMatch(/SEARCH owner USING INDEX subscribers_workspace_email_uq \(workspace_id=\? AND email_key=\?\)/);
+  });
+
+  it("a delivery step reads its own chunk between two bounds of the index, not every delivery after it", async () => {
+    // A send's operation (its queue messages are only captured), then 5,000 queued deliveries in
+    // chunks of 100 (chunk_end: each chunk's last subscriber), written as the fan-out writes them.
+    const h = await harness("live");
+    const campaign = await createCampaign(h.t);
+    const op = await send(h.t, campaign.id, { integration_slug: "sandbox" });
+    const many = `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 4999)`;
+    await env.DB.batch([
+      env.DB.prepare(
+        `${many} INSERT INTO subscribers (id, workspace_id, email, email_key, status, tags, created_at, updated_at)
+         SELECT printf('sub_plan%05d', i), ?1, printf('u%d@example.com', i), printf('u%d@example.com', i), 'active', '[]', 0, 0 FROM n`,
+      ).bind(h.t.workspace.id),
+      env.DB.prepare(
+        `${many} INSERT INTO deliveries (id, workspace_id, campaign_id, operation_id, subscriber_id, email, status, attempts, chunk_end, created_at, updated_at, asked_seq)
+         SELECT printf('dlv_plan%05d', i), ?1, ?2, ?3, printf('sub_plan%05d', i), printf('u%d@example.com', i), 'queued', 0,
+                printf('sub_plan%05d', (i / 100) * 100 + 99), 0, 0, 0 FROM n`,
+      ).bind(h.t.workspace.id, campaign.id, op.id),
+    ]);
+    const { d1, statements } = recording();
+    const first = await queuedChunk(d1, campaign.id, null, null, 101);
+    expect(first.rows).toHaveLength(100);
+    expect(first.chunkEnd).toBe("sub_plan00099");
+    expect(first.more).toBe(true);
+    const [statement] = statements;
+    const plan = await planOf(statement!.sql, statement!.params);
+    const chunkRead = plan.filter((line) => /^SEARCH d /.test(line));
+    expect(chunkRead, plan.join("\n")).toEqual([expect.stringMatching(/\(campaign_id=\? AND subscriber_id>\? AND subscriber_id<\?\)/)]);
+    // What D1 counts as read: the chunk and a few rows around it, not the 4,900 after it.
+    const run = await env.DB.prepare(statement!.sql).bind(...statement!.params).all();
+    expect(run.meta.rows_read).toBeLessThan(400);
+    // A step in the middle of the range reads as little.
+    const middle = recording();
+    const mid = await queuedChunk(middle.d1, campaign.id, "sub_plan02499", null, 101);
+    expect(mid.rows.map((r) => r.subscriberId)).toEqual(Array.from({ length: 100 }, (_, i) => `sub_plan${String(2500 + i).padStart(5, "0")}`));
+    const again = await env.DB.prepare(middle.statements[0]!.sql).bind(...middle.statements[0]!.params).all();
+    expect(again.meta.rows_read).toBeLessThan(400);
   });
 });

@@ -24,12 +24,18 @@ export type QueuedDelivery = {
   fields: SubscriberFields;
 };
 
+/** Text above every subscriber id (U+10FFFF): the upper bound of a range `to` leaves open. */
+const PAST_EVERY_ID = "char(1114111)";
+
 /**
  * The queued deliveries of the first chunk with any in `from` < subscriber ≤ `to`: that chunk's queued
  * rows, all of them (those past `to` too), whatever range the work message names, so a chunk is
  * always asked for as the fan-out planned it; `more`: the range holds queued rows after it.
  * Deliveries from before chunks were recorded (no `chunk_end`) are read by the range alone, `limit`
- * - 1 of them (one more is read to tell whether there are more).
+ * - 1 of them (one more is read to tell whether there are more). The rows are read between two bounds
+ * of the (campaign, subscriber) index, the chunk's first and last: a bound the index cannot use (one
+ * inside a CASE) made every step read and sort all the campaign's deliveries after its chunk, so a
+ * send's reads grew with the square of its audience.
  */
 export const queuedChunk = async (
   d1: D1Database,
@@ -41,7 +47,7 @@ export const queuedChunk = async (
   const { results } = await d1
     .prepare(
       `WITH first AS (
-         SELECT subscriber_id, chunk_end,
+         SELECT subscriber_id, chunk_end, coalesce(chunk_end, ?3, ${PAST_EVERY_ID}) AS upper,
                 EXISTS (SELECT 1 FROM deliveries m
                          WHERE m.campaign_id = ?1 AND m.subscriber_id > f.chunk_end AND (?3 IS NULL OR m.subscriber_id <= ?3)
                            AND m.status = 'queued') AS more
@@ -53,9 +59,8 @@ export const queuedChunk = async (
               coalesce(s.status = 'active', 0) AS active, coalesce(lower(s.email) = lower(d.email), 0) AS same_address,
               s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
          FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
-        WHERE d.campaign_id = ?1 AND d.subscriber_id >= first.subscriber_id AND d.status = 'queued'
-          AND (CASE WHEN first.chunk_end IS NOT NULL THEN d.subscriber_id <= first.chunk_end AND d.chunk_end = first.chunk_end
-                    ELSE ?3 IS NULL OR d.subscriber_id <= ?3 END)
+        WHERE d.campaign_id = ?1 AND d.subscriber_id >= first.subscriber_id AND d.subscriber_id <= first.upper
+          AND d.status = 'queued' AND (first.chunk_end IS NULL OR d.chunk_end = first.chunk_end)
         ORDER BY d.subscriber_id LIMIT ?4`,
     )
     .bind(campaignId, from ?? "", to, limit)
