@@ -13,6 +13,15 @@ import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, ty
 /** Active subscribers scanned per fan-out window (matching or not): one read, one batched insert. */
 export const FANOUT_WINDOW = 500;
 /**
+ * Active subscribers scanned per read for a segment sent in provider batches: a sparse segment
+ * matches few of a window, and a provider batch never spans two commits, so narrow windows would
+ * send batches of one or two (a 1-in-1,000 segment of 100 recipients made 100 requests of Resend's
+ * shared rate). Reads this wide, gathered until a batch is full (or the message's reads are spent),
+ * fill the batches of any segment matching one subscriber in 200 or more. A read checks each
+ * subscriber's tags by key, so it costs the same whatever the workspace holds.
+ */
+export const SEGMENT_WINDOW = 5_000;
+/**
  * Windows one fan-out message works through before enqueueing the next: fewer queue hops and
  * operation reads per recipient, while a message still does a small, bounded amount of work
  * (about 15 D1 and queue calls, well under a second).
@@ -53,17 +62,28 @@ export const fanout = async (deps: StepDeps, operationId: string, after: string 
   const composer = integration?.settleAtCreation ? await loadComposer(deps, op.campaignId) : undefined;
   let position = after;
   const budget: RenderBudget = { left: FANOUT_RENDER_BUDGET };
-  let read = recipientWindow(deps.d1, op, position, FANOUT_WINDOW);
+  // A segment sent in provider batches (not settled at creation) gathers wide reads into one window
+  // until a batch is full: see SEGMENT_WINDOW.
+  const gathers = op.segmentFilter !== null && integration !== undefined && !integration.settleAtCreation;
+  const size = gathers ? SEGMENT_WINDOW : FANOUT_WINDOW;
+  const batch = integration?.chunkSize ?? FALLBACK_CHUNK;
+  let read = recipientWindow(deps.d1, op, position, size);
+  let gathered: Candidate[] = [];
   for (let i = 0; i < FANOUT_WINDOWS_PER_MESSAGE; i++) {
     const candidates = await read;
+    const exhausted = candidates.length < size;
+    const last = i + 1 === FANOUT_WINDOWS_PER_MESSAGE;
     // The next window's read goes out now, so it overlaps this window's rendering and writes (a read
     // changes nothing: if this window does not advance, it is dropped). Its subscribers all sort
     // after this window's, whatever this window writes.
-    if (candidates.length === FANOUT_WINDOW && i + 1 < FANOUT_WINDOWS_PER_MESSAGE) {
-      read = recipientWindow(deps.d1, op, candidates.at(-1)?.id ?? position, FANOUT_WINDOW);
+    if (!exhausted && !last) {
+      read = recipientWindow(deps.d1, op, candidates.at(-1)?.id ?? position, size);
       read.catch(() => undefined); // awaited (and its error thrown) on the next turn, if there is one
     }
-    const window = await fanoutWindow(deps, op, integration, composer, position, candidates, attempt, budget);
+    gathered = gathered.length === 0 ? candidates : [...gathered, ...candidates];
+    if (gathers && !exhausted && !last && gathered.filter((c) => c.matches).length < batch) continue;
+    const window = await fanoutWindow(deps, op, integration, composer, position, gathered, exhausted, attempt, budget);
+    gathered = [];
     // Not advanced: a duplicate of this message got there first and carries on from there.
     if (!window.advanced || window.done) return;
     position = window.last;
@@ -73,7 +93,10 @@ export const fanout = async (deps: StepDeps, operationId: string, after: string 
   await enqueue(deps, [{ type: "fanout", operation_id: op.id, after: position }]);
 };
 
-/** One window (`scanned`: the next FANOUT_WINDOW active subscribers after `after`, cut short by the render budget): its deliveries, then the position. */
+/**
+ * One window (`scanned`: the next active subscribers after `after`, one read's or several gathered,
+ * cut short by the render budget; `exhausted`: none after them): its deliveries, then the position.
+ */
 const fanoutWindow = async (
   deps: StepDeps,
   op: OperationState,
@@ -81,6 +104,7 @@ const fanoutWindow = async (
   composer: Composer | undefined,
   after: string | null,
   scanned: Candidate[],
+  exhausted: boolean,
   attempt: Attempt,
   budget: RenderBudget,
 ): Promise<{ advanced: boolean; done: boolean; last: string | null }> => {
@@ -89,7 +113,7 @@ const fanoutWindow = async (
   // Rendered here (settled at creation): as far as the budget goes, the window ending there.
   const rendering = settle && composer ? await renderWithin(composer, scanned, now, budget) : undefined;
   const window = rendering ? scanned.slice(0, rendering.scanned) : scanned;
-  const done = scanned.length < FANOUT_WINDOW && window.length === scanned.length;
+  const done = exhausted && window.length === scanned.length;
   const last = window.at(-1)?.id ?? after;
   const matched = window.filter((c) => c.matches);
   const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
