@@ -10,6 +10,11 @@ describe("operator API", () => {
     const wrong = await call("POST", "/admin/workspaces", { token: `${ADMIN_TOKEN}x`, body: { name: "x" } });
     expectError(wrong, 401, "invalid_credential");
     expect(wrong.headers.get("www-authenticate")).toBe('Bearer realm="newsletter-operator", error="invalid_token"');
+    expect(wrong.body.error.message).toBe("The operator token is wrong");
+    // The right token without its scheme is not called wrong: the message says how to send it.
+    const bare = await call("POST", "/admin/workspaces", { headers: { authorization: ADMIN_TOKEN }, body: { name: "x" } });
+    expectError(bare, 401, "invalid_credential");
+    expect(bare.body.error.message).toBe("The Authorization header must be Bearer <token>, with the operator token (ADMIN_TOKEN) after the word Bearer");
   });
 
   it("answers 404 for every operator route when ADMIN_TOKEN is not configured", async () => {

@@ -256,7 +256,11 @@ describe("campaigns", () => {
     for (const slug of ["Sandbox", " sandbox", "sandbox ", "smtp", ""]) {
       const res = await send((await createCampaign(t, { newsletter_id: nl.id })).id, { integration_slug: slug });
       expectError(res, 400, "unknown_integration", "integration_slug");
+      // What it offers is what this deployment has (no RESEND_API_KEY here), the name quoted.
+      expect(res.body.error.message).toBe(`No integration is named ${JSON.stringify(slug)}; this deployment has: sandbox (slugs are exact and lower-case)`);
     }
+    const unconfigured = await send((await createCampaign(t, { newsletter_id: nl.id })).id, { integration_slug: "resend" });
+    expect(unconfigured.body.error.message).toBe("The resend integration is not configured in this deployment (it has: sandbox)");
     const control = await send((await createCampaign(t, { newsletter_id: nl.id })).id, { integration_slug: "sandbox\u0000" });
     expectError(control, 400, "validation_failed", "integration_slug");
     expect(control.body.error.message).toBe("integration_slug must not contain control characters");

@@ -217,6 +217,11 @@ describe("POST /u/{token}", () => {
     const wrong = await page("POST", `/u/${r.token}`, { raw: "List-Unsubscribe=Maybe", headers: ONE_CLICK });
     expect((await page("POST", `/u/${r.token}`, { raw: "List-Unsubscribe=One-Clicked", headers: ONE_CLICK })).status).toBe(400);
     expect(wrong.status).toBe(400);
+    // Each says what to do where it can be done: these pages have no button of their own.
+    expect(json.text).toContain("Open the link in the email again and press the button on its page.");
+    expect(wrong.text).toContain("Incomplete request");
+    expect(wrong.text).toContain("The form did not say what to do (List-Unsubscribe=One-Click).");
+    for (const answer of [json, wrong]) expect(answer.text).not.toMatch(/<form|<button/);
     const huge = await page("POST", `/u/${r.token}`, { raw: `List-Unsubscribe=One-Click&pad=${"x".repeat(1024 * 1024)}`, headers: ONE_CLICK });
     expect(huge.status).toBe(413);
     // The cap is 8 KiB: one byte over is refused, a body of 8 KiB exactly is read.

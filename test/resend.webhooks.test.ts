@@ -115,6 +115,13 @@ describe("POST /webhooks/resend: bad input changes nothing", () => {
       ...["abc", ".9", "e0"].map((tail) => ({ body, headers: { "svix-timestamp": `${Math.floor(Date.now() / 1000)}${tail}` } })),
     ];
     for (const c of cases) expectError(await post(s.h.env, c), 401, "invalid_signature");
+    // A missing header is named; Standard Webhooks' names instead of Svix's are pointed out.
+    const unsigned = await post(s.h.env, { body, headers: { "svix-id": "", "svix-timestamp": "", "svix-signature": "" } });
+    expect(unsigned.body.error.message).toBe("The webhook signature could not be verified: missing svix-id, svix-timestamp, svix-signature");
+    const renamed = await post(s.h.env, { body, headers: { "svix-signature": "", "webhook-signature": "v1,AAAA" } });
+    expect(renamed.body.error.message).toBe(
+      "The webhook signature could not be verified: missing svix-signature (this request has webhook-* headers: Resend sends svix-id, svix-timestamp and svix-signature)",
+    );
     expect(await snapshot()).toEqual(before);
   });
 

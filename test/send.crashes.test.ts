@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { lookBeforeRequest, recordDeliveryResults, withdrawRequestNumber } from "../src/sending/deliveries.repository";
-import { FANOUT_RENDER_BUDGET, FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE } from "../src/sending/fanout";
+import { FANOUT_RENDER_BUDGET, FANOUT_WINDOW, FANOUT_WINDOWS_PER_MESSAGE, SEGMENT_WINDOW } from "../src/sending/fanout";
 import { RESEND_KEY_LIFETIME_MS, TRIES_PER_STEP } from "../src/sending/integrations/resend";
 import { HEDGE_AFTER_MS } from "../src/sending/integrations/resend-requests";
 import { loadOperationState } from "../src/sending/send.repository";
@@ -119,8 +119,9 @@ describe("crashes and redelivery", () => {
 
   it("the sweeper's restart of stalled delivery asks each chunk as the fan-out planned it: a batch accepted before a crash is not mailed again", async () => {
     const h = await harness("live");
-    // Every 4th subscriber matches: 125 per fan-out window, so chunks of 100 and 25 alternate.
-    await seedSubscribers(h.t.workspace.id, 2 * FANOUT_WINDOW, (i) => ({ tags: i % 4 === 0 ? ["b"] : [] }));
+    // Every 40th subscriber matches: 125 per read of a segment's fan-out (SEGMENT_WINDOW), a full
+    // batch and more, so each read is a window of its own and chunks of 100 and 25 alternate.
+    await seedSubscribers(h.t.workspace.id, 2 * SEGMENT_WINDOW, (i) => ({ tags: i % 40 === 0 ? ["b"] : [] }));
     const resend = mockResend();
     const segment = await createSegment(h.t, { tags_any: ["b"] });
     const campaign = await createCampaign(h.t, { segment_id: segment.id });

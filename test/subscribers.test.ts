@@ -598,6 +598,23 @@ describe("subscriber path messages", () => {
     },
   );
 
+  it("repeats an id it did not find at most 200 characters long, control characters escaped", async () => {
+    const t = await tenant();
+    const long = await t.call("GET", `${t.ws}/subscribers/sub_${"a".repeat(5_000)}`);
+    expectError(long, 404, "not_found", "subscriber_id");
+    expect(long.body.error.message).toBe(`No such subscriber: sub_${"a".repeat(200 - 1 - 4)}…`);
+    const control = await t.call("GET", `${t.ws}/subscribers/sub_%00x%0A`);
+    expect(control.body.error.message).toBe("No such subscriber: sub_\\u0000x\\u000a");
+    const path = await t.call("GET", `/v1/${"p".repeat(3_000)}`);
+    expectError(path, 404, "not_found");
+    expect(path.body.error.message.length).toBeLessThanOrEqual("No route for GET ".length + 200);
+    // An id of another kind in a body is said to be one.
+    const segment = await t.call("POST", `${t.ws}/segments`, { body: { name: "S", filter: { tags_any: ["x"] } } });
+    const misplaced = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Hi", newsletter_id: segment.body.data.id } });
+    expectError(misplaced, 400, "resource_missing", "newsletter_id");
+    expect(misplaced.body.error.message).toBe(`No newsletter ${segment.body.data.id} exists in this workspace (seg_… is a segment id)`);
+  });
+
   it("says what is wrong with an id without its prefix", async () => {
     const t = await tenant();
     for (const id of ["cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T", "01JD6Q3Z6W9X8B4N2M5K7P1R3T", "SUB_01JD6Q3Z6W9X8B4N2M5K7P1R3T"]) {

@@ -33,7 +33,8 @@ export const operatorAuth = createMiddleware<AppEnv>(async (c, next) => {
   if (!header) throw new ApiError("missing_credential", "Send the operator token as Authorization: Bearer <token>", { headers: challenge });
   const token = /^Bearer +(\S+)\s*$/i.exec(header)?.[1];
   if (!token || !(await sameSecret(token, adminToken))) {
-    throw new ApiError("invalid_credential", "The operator token is wrong", {
+    const message = token ? "The operator token is wrong" : "The Authorization header must be Bearer <token>, with the operator token (ADMIN_TOKEN) after the word Bearer";
+    throw new ApiError("invalid_credential", message, {
       headers: { "WWW-Authenticate": 'Bearer realm="newsletter-operator", error="invalid_token"' },
     });
   }

@@ -89,6 +89,9 @@ const subjectOf = (c: Context<AppEnv>, state: Pick<ConsentState, "newsletterName
 
 type FormCheck = { ok: true } | { ok: false; page: Response };
 
+/** What a refused form's page tells the reader: these pages have no button, the link's page has. */
+const AGAIN = "Nothing was changed. Open the link in the email again and press the button on its page.";
+
 /**
  * A one-click POST (RFC 8058) carries `List-Unsubscribe=One-Click`, form-encoded or as multipart; the
  * page's own form carries the same (a confirmation page's, `Confirm=Yes`). An empty body is accepted
@@ -113,14 +116,14 @@ const checkForm = async (c: Context<AppEnv>, [name, value]: readonly [string, st
   try {
     if (type.startsWith("application/x-www-form-urlencoded")) form = new URLSearchParams(new TextDecoder().decode(bytes));
     else if (type.startsWith("multipart/form-data")) form = await new Response(bytes, { headers: { "content-type": header } }).formData();
-    else return { ok: false, page: respond(problemPage(415, "Unsupported request", "Use the button on this page.")) };
+    else return { ok: false, page: respond(problemPage(415, "Unsupported request", AGAIN)) };
   } catch {
-    return { ok: false, page: respond(problemPage(400, "Unreadable request", "Use the button on this page.")) };
+    return { ok: false, page: respond(problemPage(400, "Unreadable request", AGAIN)) };
   }
   // RFC 8058's body is exactly `List-Unsubscribe=One-Click`; a client that ends it with a line break means the same.
   const field = form.get(name);
   if (typeof field !== "string" || field.trimEnd() !== value) {
-    return { ok: false, page: respond(problemPage(400, "Unreadable request", "Use the button on this page.")) };
+    return { ok: false, page: respond(problemPage(400, "Incomplete request", `The form did not say what to do (${name}=${value}). ${AGAIN}`)) };
   }
   return { ok: true };
 };

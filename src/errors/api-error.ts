@@ -1,3 +1,4 @@
+import { idPrefixes } from "../lib/ids";
 // The closed list of error codes the API can answer with, and the status and type each implies.
 export const errorCodes = {
   validation_failed: { status: 400, type: "invalid_request_error" },
@@ -74,10 +75,18 @@ export class ApiError extends Error {
 export const notFound = (kind: string, id?: string) =>
   id === undefined
     ? new ApiError("not_found", `No such ${kind}`)
-    : new ApiError("not_found", `No such ${kind}: ${id}`, { param: `${kind}_id` });
+    : new ApiError("not_found", `No such ${kind}: ${echoed(id)}`, { param: `${kind}_id` });
 
 /** A path the service has no route for: an unknown one, or one whose feature this deployment has off (it looks the same). */
-export const noRoute = (method: string, path: string) => new ApiError("not_found", `No route for ${method} ${path}`);
+export const noRoute = (method: string, path: string) => new ApiError("not_found", `No route for ${echoed(method)} ${echoed(path)}`);
+
+/** What a client sent, as a message repeats it: control characters escaped, at most 200 characters (then "…"). */
+const ECHO_MAX = 200;
+const echoed = (text: string): string => {
+  // eslint-disable-next-line no-control-regex
+  const shown = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return shown.length > ECHO_MAX ? `${shown.slice(0, ECHO_MAX - 1)}…` : shown;
+};
 
 /** A value the schema admits and a rule of the service refuses: 400 validation_failed naming `param`. */
 export const invalidParam = (param: string, message: string) =>
@@ -88,4 +97,10 @@ export const invalidParam = (param: string, message: string) =>
  * for it: 400 resource_missing (a path id that does not exist is 404 not_found instead).
  */
 export const resourceMissing = (param: string, kind: string, id: string, where = "in this workspace") =>
-  new ApiError("resource_missing", `No ${kind} ${id} exists ${where}`, { param });
+  new ApiError("resource_missing", `No ${kind} ${echoed(id)} exists ${where}${otherKind(kind, id)}`, { param });
+
+/** An id of another kind where one of `kind` belongs (a segment's id as newsletter_id) is said to be one. */
+const otherKind = (kind: string, id: string): string => {
+  const other = Object.entries(idPrefixes).find(([name, prefix]) => name !== kind && id.startsWith(prefix));
+  return other ? ` (${id.slice(0, other[1].length)}… is ${/^[aeiou]/.test(other[0]) ? "an" : "a"} ${other[0].replace(/_/g, " ")} id)` : "";
+};

@@ -24,6 +24,12 @@ const invalidSignature = (why: string) => new ApiError("invalid_signature", `The
 const verify = (secret: string, headers: Headers, body: string): unknown => {
   const webhook = feedbackVerifier(secret);
   if (!webhook) throw new ApiError("configuration_error", "RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret; set it to the one Resend shows");
+  const missing = ["svix-id", "svix-timestamp", "svix-signature"].filter((name) => !headers.get(name));
+  if (missing.length > 0) {
+    // Resend signs with Svix's header names; the Standard Webhooks names carry the same values.
+    const standard = headers.get("webhook-signature") ? " (this request has webhook-* headers: Resend sends svix-id, svix-timestamp and svix-signature)" : "";
+    throw invalidSignature(`missing ${missing.join(", ")}${standard}`);
+  }
   const timestamp = headers.get("svix-timestamp") ?? "";
   // Signed as sent: the library reads the header with parseInt and checks a signature of the number
   // it read, so `1795787292abc` would pass with the signature of `1795787292`.
