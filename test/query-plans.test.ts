@@ -5,6 +5,7 @@ import { queuedChunk } from "../src/sending/deliveries.repository";
 import { recipientWindow } from "../src/sending/fanout.repository";
 import type { OperationState } from "../src/sending/send.repository";
 import { subscriberBatchStatements } from "../src/subscribers/subscribers.batch";
+import { listSubscribersPage } from "../src/subscribers/subscribers.repository";
 import { seedSubscribers, tenant } from "./helpers";
 import { createCampaign } from "./send.fixtures";
 import { harness, send } from "./send.harness";
@@ -83,6 +84,23 @@ describe("query plans that must not grow with the workspace", () => {
     }
     // The answer (the third statement) looks each item's address up in the unique index.
     expect(plans[2]?.join("\n")).toMatch(/SEARCH owner USING INDEX subscribers_workspace_email_uq \(workspace_id=\? AND email_key=\?\)/);
+  });
+
+  it("a subscriber list filtered by email and tag finds the one address by its unique index, then the tag by its key", async () => {
+    const t = await tenant();
+    await seedSubscribers(t.workspace.id, 300, (i) => ({ tags: i % 2 === 0 ? ["even"] : [] }));
+    const { d1, statements } = recording();
+    const db = createDb(d1);
+    const tagged = await listSubscribersPage(db, t.workspace.id, { tag: "even", email: "user4@example.com" }, undefined, 21);
+    expect(tagged.map((s) => s.email)).toEqual(["user4@example.com"]);
+    expect(await listSubscribersPage(db, t.workspace.id, { tag: "even", email: "user5@example.com" }, undefined, 21)).toEqual([]);
+    expect((await listSubscribersPage(db, t.workspace.id, { tag: "even", email: "USER4@example.com", status: "active" }, undefined, 21)).length).toBe(1);
+    const plan = await planOf(statements[0]!.sql, statements[0]!.params);
+    expect(plan.join("\n")).toMatch(/SEARCH subscribers USING INDEX subscribers_workspace_email_uq \(workspace_id=\? AND email_key=\?\)/);
+    for (const line of plan.filter((l) => /subscriber_tags/.test(l))) expect(line).toMatch(/\(workspace_id=\? AND tag=\? AND subscriber_id=\?\)/);
+    // Through the API, with its cursor rules, the same.
+    const res = await t.call("GET", `${t.ws}/subscribers?tag=even&email=user4%40example.com`);
+    expect(res.body.data.map((s: { email: string }) => s.email)).toEqual(["user4@example.com"]);
   });
 
   it("a delivery step reads its own chunk between two bounds of the index, not every delivery after it", async () => {

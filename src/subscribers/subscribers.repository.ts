@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, lt, notExists, or, sql } from "drizzle-orm";
+import { and, desc, eq, exists, getTableColumns, lt, notExists, or, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { differs, holdsAll } from "../db/differs";
 import { subscribers, subscriberTags } from "../db/schema";
@@ -117,7 +117,13 @@ export const updateSubscriber = (db: Db, workspaceId: string, id: string, change
 
 type SubscriberFilter = { status?: Status; tag?: string; email?: string };
 
-/** One page, newest first: every filter is a range scan on an index ending in the id. */
+/**
+ * One page, newest first: every filter is a range scan on an index ending in the id. With an email,
+ * the workspace's unique address index finds the one subscriber it can be, and a tag is then one
+ * lookup by subscriber_tags' key (read from the tag's side, the page would scan every member of the
+ * tag for one address). A tag with a status reads the tag's members in id order until the page is
+ * full: its cost grows with the members of the tag whose status is another.
+ */
 export const listSubscribersPage = (
   db: Db,
   workspaceId: string,
@@ -129,7 +135,7 @@ export const listSubscribersPage = (
     filter.status === undefined ? undefined : eq(subscribers.status, filter.status),
     filter.email === undefined ? undefined : eq(subscribers.emailKey, emailKey(filter.email)),
   );
-  if (filter.tag !== undefined) {
+  if (filter.tag !== undefined && filter.email === undefined) {
     return db
       .select(getTableColumns(subscribers))
       .from(subscriberTags)
@@ -153,6 +159,14 @@ export const listSubscribersPage = (
         eq(subscribers.workspaceId, workspaceId),
         after === undefined ? undefined : lt(subscribers.id, after),
         common,
+        filter.tag === undefined
+          ? undefined
+          : exists(
+              db
+                .select({ one: sql`1` })
+                .from(subscriberTags)
+                .where(and(eq(subscriberTags.workspaceId, workspaceId), eq(subscriberTags.tag, filter.tag), eq(subscriberTags.subscriberId, subscribers.id))),
+            ),
       ),
     )
     .orderBy(desc(subscribers.id))
