@@ -160,6 +160,23 @@ describe("one error shape everywhere", () => {
   });
 });
 
+describe("the same mistake, the same words", () => {
+  it("answers an update with nothing to change alike on every route, naming what it takes", async () => {
+    const t = await tenant();
+    const routes = {
+      [`${t.ws}/subscribers/sub_x`]: "email, name, tags, add_tags, remove_tags, location, source, status",
+      [`${t.ws}/newsletters/nl_x`]: "name, from_name, from_email, reply_to, address",
+      [`${t.ws}/campaigns/cmp_x`]: "subject, preheader, html, text, segment_id, scheduled_at",
+      [`${t.ws}/webhook_endpoints/we_x`]: "url, events, description, enabled",
+    };
+    for (const [path, fields] of Object.entries(routes)) {
+      const res = await t.call("PATCH", path, { body: {} });
+      expectError(res, 400, "validation_failed");
+      expect(res.body.error.message, path).toBe(`Request body must contain at least one of: ${fields}`);
+    }
+  });
+});
+
 describe("utility routes", () => {
   it("serves /health without credentials", async () => {
     const res = await call("GET", "/health");

@@ -15,6 +15,7 @@ import {
   rawText,
   requiredText,
   WorkspaceParams,
+  somethingToChange,
 } from "../lib/schemas";
 import { anyTextPattern } from "../lib/text-patterns";
 import { iso } from "../lib/time";
@@ -135,9 +136,7 @@ export const UpdateCampaignBody = z
     segment_id: reference("seg_01JD6Q3Z6W9X8B4N2M5K7P1R3T").nullable().optional().openapi({ description: "`null`: the whole audience." }),
     scheduled_at: scheduledAtEdit,
   })
-  .refine((body) => Object.keys(body).length > 0, {
-    error: "must set at least one of subject, preheader, html, text, segment_id, scheduled_at",
-  })
+  .refine((body) => Object.keys(body).length > 0, somethingToChange(["subject", "preheader", "html", "text", "segment_id", "scheduled_at"]))
   .openapi("UpdateCampaignRequest", {
     minProperties: 1,
     example: { subject: "{{ subscriber.name | default: 'Hello' }}, this week's notes", html: "<p>Hi {{ subscriber.name | default: 'there' }}</p>" },

@@ -247,6 +247,11 @@ export const oneOffResultSchema = <T extends z.ZodRawShape>(shape: T) =>
 
 export const isoDateTime = z.string().openapi({ format: "date-time", example: "2026-11-21T12:00:00.000Z" });
 
+/** An update's body names something to change: the one wording every update route answers `{}` with. */
+export const somethingToChange = (fields: readonly string[]) => ({
+  error: `Request body must contain at least one of: ${fields.join(", ")}`,
+});
+
 /** The body of an action that takes no parameters: none, or `{}`. */
 export const noBody = {
   required: false,

@@ -11,6 +11,7 @@ import {
   optionalText,
   requiredLine,
   WorkspaceParams,
+  somethingToChange,
 } from "../lib/schemas";
 import { iso } from "../lib/time";
 
@@ -63,7 +64,7 @@ export const UpdateNewsletterBody = z
     reply_to: optionalEmailAddress("Where replies go."),
     address: addressField,
   })
-  .refine((body) => Object.keys(body).length > 0, { error: "must set at least one of name, from_name, from_email, reply_to, address" })
+  .refine((body) => Object.keys(body).length > 0, somethingToChange(["name", "from_name", "from_email", "reply_to", "address"]))
   .openapi("UpdateNewsletterRequest", { minProperties: 1, example: { name: "Acme Weekly" } });
 
 export const ListNewslettersQuery = z.strictObject({ limit: limitQuery, after: afterQuery });

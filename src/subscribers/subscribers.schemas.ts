@@ -16,6 +16,7 @@ import {
   rawText,
   TAG_MAX_LENGTH,
   tagList,
+  somethingToChange,
 } from "../lib/schemas";
 import { iso } from "../lib/time";
 
@@ -145,9 +146,7 @@ export const UpdateSubscriberBody = z
     source: optionalField,
     status: status.optional().openapi({ description: "Consent status: any of the four values." }),
   })
-  .refine((body) => Object.keys(body).length > 0, {
-    error: `Request body must contain at least one of: ${updatable.join(", ")}`,
-  })
+  .refine((body) => Object.keys(body).length > 0, somethingToChange(updatable))
   .superRefine((body, ctx) => {
     if (body.tags !== undefined && (body.add_tags !== undefined || body.remove_tags !== undefined)) {
       ctx.addIssue({ code: "custom", path: [body.add_tags !== undefined ? "add_tags" : "remove_tags"], message: "cannot be given with tags, which replaces the whole list" });

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { eventTypes, type webhookEndpoints } from "../db/schema";
-import { afterQuery, bodyString, idParam, isoDateTime, limitQuery, optionalText, WorkspaceParams } from "../lib/schemas";
+import { afterQuery, bodyString, idParam, isoDateTime, limitQuery, optionalText, somethingToChange, WorkspaceParams } from "../lib/schemas";
 import { iso } from "../lib/time";
 import { webhookUrlPattern } from "../lib/text-patterns";
 import { URL_MAX_LENGTH } from "./url-rules";
@@ -50,9 +50,7 @@ export const UpdateEndpointBody = z
     description: optionalText(500),
     enabled: z.boolean().optional(),
   })
-  .refine((body) => Object.values(body).some((v) => v !== undefined), {
-    error: "must contain at least one of: url, events, description, enabled",
-  })
+  .refine((body) => Object.values(body).some((v) => v !== undefined), somethingToChange(["url", "events", "description", "enabled"]))
   .openapi("UpdateWebhookEndpointRequest", { minProperties: 1, example: { enabled: false } });
 
 export const ListEndpointsQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
