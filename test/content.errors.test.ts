@@ -144,6 +144,23 @@ describe("template errors (400 validation_failed naming the field, the line and 
     ).not.toThrow();
   });
 
+  it("says what a stray or unknown tag is, and what a single = is, in words a template's author can act on", () => {
+    const said = (text: string) => rejection({ text }).message;
+    expect(said("hi {% endif %}")).toBe("text: {% endif %} closes no open {% if %} (a stray end tag, or one that does not match the block it ends) on line 1");
+    expect(said("{% if subscriber.name %}x{% endfor %}")).toContain("{% endfor %} closes no open {% for %}");
+    expect(said("{% elsif subscriber.name %}")).toBe("text: {% elsif %} stands outside an {% if %} on line 1");
+    expect(said("{% when 'a' %}")).toBe("text: {% when %} stands outside a {% case %} on line 1");
+    expect(said("{% else %}")).toBe("text: {% else %} stands outside an {% if %}, {% unless %}, {% case %} or {% for %} on line 1");
+    expect(said("{% shout %}")).toBe('text: unknown tag "shout" on line 1');
+    expect(said("{% if subscriber.email = 'x' %}y{% endif %}")).toBe(
+      'text: something follows a value that is neither an operator nor a "|" and a filter (to compare, write ==; = only assigns, in {% assign %}) on line 1',
+    );
+    // The subject cannot use itself, and its list of known variables does not offer it.
+    const own = rejection({ subject: "{{ campaign.subject }}" }).message;
+    expect(own).toContain("(the subject cannot use itself); known: subscriber.email");
+    expect(own).not.toMatch(/known: .*campaign\.subject/);
+  });
+
   it("names an unknown filter", () => {
     expect(rejection({ html: "<p>\n{{ subscriber.name | shout }}</p>" })).toEqual({ param: "html", message: "html: undefined filter: shout on line 2" });
     // raw would bypass the escaping: it is no filter in html.

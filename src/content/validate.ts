@@ -54,6 +54,8 @@ const VARIABLES: Record<string, readonly string[] | null> = {
 const VALUE_PROPERTIES = new Set(["size", "first", "last"]);
 
 const variableList = "subscriber.email, subscriber.name, subscriber.tags, subscriber.location, subscriber.source, campaign.subject, newsletter.name, newsletter.address, unsubscribe_url";
+/** The variables a field's template may use, as its problems list them (the subject cannot use itself). */
+const knownIn = (field: TemplateField) => (field === "subject" ? variableList.replace("campaign.subject, ", "") : variableList);
 
 const engineFor = (field: TemplateField): Engine => (field === "html" ? htmlEngine : plainEngine);
 
@@ -91,9 +93,24 @@ const problemOf = (err: unknown): string => {
   // (The engine's messages quote the tag they are about, however long: quoted up to a few hundred characters.)
   const text = clipped(message.replace(/, line:\d+, col:\d+$/, ""), MAX_ENGINE_MESSAGE);
   const filter = /^undefined filter: (\w+)$/.exec(text)?.[1];
-  return filter && (EXPRESSION_FILTERS as readonly string[]).includes(filter)
-    ? `the ${filter} filter is not supported: it evaluates an expression hidden in a string (use ${filter.replace(/_exp$/, "")} with a property, or a for loop with an if)`
-    : text;
+  if (filter && (EXPRESSION_FILTERS as readonly string[]).includes(filter)) {
+    return `the ${filter} filter is not supported: it evaluates an expression hidden in a string (use ${filter.replace(/_exp$/, "")} with a property, or a for loop with an if)`;
+  }
+  const tag = /^tag "(\w+)" not found$/.exec(text)?.[1];
+  if (tag) return strayTag(tag);
+  if (text === 'expected "|" before filter') return 'something follows a value that is neither an operator nor a "|" and a filter (to compare, write ==; = only assigns, in {% assign %})';
+  return text;
+};
+
+/** The block each part of one belongs to (liquidjs reports a part outside its block as a tag it does not know). */
+const BLOCK_OF: Record<string, string> = { else: "{% if %}, {% unless %}, {% case %} or {% for %}", elsif: "{% if %}", when: "{% case %}" };
+
+/** A tag the engine has no tag for: a part of a block outside it (an end tag that closes nothing open), or an unknown one. */
+const strayTag = (name: string): string => {
+  const block = BLOCK_OF[name];
+  if (block) return `{% ${name} %} stands outside ${/^\{% [aeiou]/.test(block) ? "an" : "a"} ${block}`;
+  if (name.startsWith("end")) return `{% ${name} %} closes no open {% ${name.slice(3)} %} (a stray end tag, or one that does not match the block it ends)`;
+  return `unknown tag "${name}"`;
 };
 
 const NESTS_TOO_DEEPLY = "the template nests too deeply";
@@ -262,7 +279,7 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
       const head = clippedName(String(variable.segments[0] ?? ""));
       const problem = /^[0-9.]/.test(head)
         ? `"${head}" is not a number Liquid reads${at(line)} (write numbers as digits with an optional point, without an exponent)`
-        : `unknown variable "${name}"${at(line)}${hint}; known: ${variableList}`;
+        : `unknown variable "${name}"${at(line)}${hint}; known: ${knownIn(field)}`;
       unknown.push({ line, problem: new TemplateError(field, problem) });
     }
   }
@@ -301,7 +318,7 @@ const namesNotWrittenOut = (field: TemplateField, source: string, variables: rea
       line: location.row,
       problem: new TemplateError(
         field,
-        `"[${name}]"${at(location.row)} names a variable by the value of "${name}"; write the variable's name out (known: ${variableList})`,
+        `"[${name}]"${at(location.row)} names a variable by the value of "${name}"; write the variable's name out (known: ${knownIn(field)})`,
       ),
     });
   }
