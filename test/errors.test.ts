@@ -75,6 +75,11 @@ describe("one error shape everywhere", () => {
     for (const raw of ['{"email": ', "[]", '"text"', "null", "42"]) {
       expectError(await t.call("POST", `${t.ws}/subscribers`, { raw, headers }), 400, "invalid_json");
     }
+    // UTF-16 under a charset that says so: not read as JSON, and the message says why.
+    const utf16 = new Uint8Array([0xff, 0xfe, ...[...'{"email":"a@example.com"}'].flatMap((c) => [c.charCodeAt(0), 0])]);
+    const wide = await t.call("POST", `${t.ws}/subscribers`, { raw: utf16, headers: { "content-type": "application/json; charset=utf-16" } });
+    expectError(wide, 400, "invalid_json");
+    expect(wide.body.error.message).toBe("Request body is not valid UTF-8: send JSON encoded as UTF-8");
   });
 
   it("reads an empty body as an empty JSON object, whatever its content type", async () => {

@@ -136,6 +136,11 @@ export const readJsonBody = (maxBytes = MAX_BODY_BYTES) =>
     let parsed: unknown;
     try {
       text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+    } catch {
+      // JSON between systems is UTF-8 (RFC 8259), whatever a charset parameter says.
+      throw new ApiError("invalid_json", "Request body is not valid UTF-8: send JSON encoded as UTF-8");
+    }
+    try {
       parsed = JSON.parse(text);
     } catch {
       throw new ApiError("invalid_json", "Request body is not valid JSON");
