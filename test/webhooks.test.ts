@@ -132,18 +132,23 @@ describe("webhook endpoints", () => {
 
   it("rejects non-https URLs and unknown event types, naming the field; takes scheme and host in any case", async () => {
     const t = await tenant();
-    const bad = async (body: Record<string, unknown>, param: string) => {
+    const bad = async (body: Record<string, unknown>, param: string, message?: string) => {
       const res = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: RECEIVER, events: ["*"], ...body } });
       expect(res.status, res.text).toBe(400);
       expect(res.body.error.code).toBe("validation_failed");
       expect(res.body.error.param).toBe(param);
+      if (message) expect(res.body.error.message).toBe(message);
     };
-    await bad({ url: "http://example.com/hook" }, "url");
+    // Each says which rule the URL breaks.
+    await bad({ url: "http://example.com/hook" }, "url", "url must use https (http only for localhost and 127.0.0.1, in local development)");
     await bad({ url: "http://localhost./hook" }, "url");
-    await bad({ url: "ftp://example.com/hook" }, "url");
-    await bad({ url: "not a url" }, "url");
-    await bad({ url: "https://user:pw@example.com/hook" }, "url");
-    await bad({ url: "https://example.com/hook#part" }, "url");
+    await bad({ url: "ftp://example.com/hook" }, "url", "url must use https, not ftp:");
+    await bad({ url: "not a url" }, "url", "url must not contain spaces or other whitespace (percent-encode them: %20)");
+    await bad({ url: "example.com/hook" }, "url", "url must start with https:// (an absolute URL)");
+    await bad({ url: "https://user:pw@example.com/hook" }, "url", "url must not hold user info (user:password@): put a secret in the path or query, or verify our signature");
+    await bad({ url: "https://example.com/hook#part" }, "url", "url must not hold a fragment (#…): it is never sent to the server");
+    await bad({ url: "https://example.com:99999/hook" }, "url", "url has port 99999, past 65535");
+    await bad({ url: "https://[::g]/hook" }, "url", "url must be an https URL to a host name, an IPv4 address or a bracketed IPv6 address (http only for localhost and 127.0.0.1, in local development), without user info, fragment or spaces");
     await bad({ url: "https://example.com/a hook" }, "url");
     await bad({ url: `https://example.com/${"a".repeat(2049 - "https://example.com/".length)}` }, "url");
     await bad({ description: "d".repeat(501) }, "description");

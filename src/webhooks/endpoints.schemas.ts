@@ -3,7 +3,7 @@ import { eventTypes, type webhookEndpoints } from "../db/schema";
 import { afterQuery, bodyString, idParam, isoDateTime, limitQuery, optionalText, somethingToChange, WorkspaceParams } from "../lib/schemas";
 import { iso } from "../lib/time";
 import { webhookUrlPattern } from "../lib/text-patterns";
-import { URL_MAX_LENGTH } from "./url-rules";
+import { URL_MAX_LENGTH, urlShapeProblem } from "./url-rules";
 
 export const MAX_ENDPOINTS_PER_WORKSPACE = 20;
 
@@ -14,9 +14,7 @@ export const EndpointParams = WorkspaceParams.extend({ endpoint_id: idParam("web
 
 const endpointUrl = bodyString()
   .max(URL_MAX_LENGTH)
-  .regex(new RegExp(webhookUrlPattern), {
-    error: "must be an https URL to a host name, an IPv4 address or a bracketed IPv6 address (http only for localhost and 127.0.0.1, in local development), without user info, fragment or spaces",
-  })
+  .regex(new RegExp(webhookUrlPattern), { error: (issue) => urlShapeProblem(issue.input) })
   .openapi({
     format: "uri",
     description:

@@ -6,6 +6,28 @@ import { publicOrigin } from "../lib/public-origin";
 
 export const URL_MAX_LENGTH = 2048;
 
+const URL_RULE =
+  "must be an https URL to a host name, an IPv4 address or a bracketed IPv6 address (http only for localhost and 127.0.0.1, in local development), without user info, fragment or spaces";
+
+/**
+ * What is wrong with a URL the schema's pattern refused, the first rule it breaks named where one can
+ * be told apart (the pattern decides; this only words the answer), else every rule at once.
+ */
+export const urlShapeProblem = (value: unknown): string => {
+  if (typeof value !== "string") return URL_RULE;
+  if (/\s/.test(value)) return "must not contain spaces or other whitespace (percent-encode them: %20)";
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(value)?.[1]?.toLowerCase();
+  if (scheme === undefined || !value.slice(scheme.length + 1).startsWith("//")) return "must start with https:// (an absolute URL)";
+  if (scheme === "http") return "must use https (http only for localhost and 127.0.0.1, in local development)";
+  if (scheme !== "https") return `must use https, not ${scheme}:`;
+  if (value.includes("#")) return "must not hold a fragment (#…): it is never sent to the server";
+  const authority = value.slice("https://".length).split(/[/?]/, 1)[0] ?? "";
+  if (authority.includes("@")) return "must not hold user info (user:password@): put a secret in the path or query, or verify our signature";
+  const port = /:(\d+)$/.exec(authority.replace(/^\[[^\]]*\]/, ""))?.[1];
+  if (port !== undefined && Number(port) > 65535) return `has port ${port}, past 65535`;
+  return URL_RULE;
+};
+
 /**
  * Hosts that name this machine or a private network: what a live credential, or any credential on
  * a deployed service, may not point an endpoint at. Undefined for a public host.
