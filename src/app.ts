@@ -170,7 +170,7 @@ const configured = (path: string, env: Partial<Env>): boolean => {
 };
 
 const notAllowed = (method: string, url: string, allow: string) =>
-  new ApiError("method_not_allowed", `${method} is not allowed on ${new URL(url).pathname}`, { headers: { Allow: allow } });
+  new ApiError("method_not_allowed", `${method} is not allowed on ${new URL(url).pathname}; it takes ${allow}`, { headers: { Allow: allow } });
 
 type RouteTable = Map<string, { pattern: RegExp; methods: Set<string> }>;
 

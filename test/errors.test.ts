@@ -8,11 +8,17 @@ afterEach(() => {
 
 describe("one error shape everywhere", () => {
   it("answers unknown routes with 404 not_found, with and without /v1", async () => {
-    for (const path of ["/nope", "/v1/nope", "/v1", "/v2/workspaces"]) {
+    for (const path of ["/nope", "/v1/nope", "/v1", "/v1x/workspaces"]) {
       const res = await call("GET", path);
       expectError(res, 404, "not_found");
       expect(res.body.error.type).toBe("invalid_request_error");
       expect(res.body.error.message).toBe(`No route for GET ${path}`);
+    }
+    // A version the API does not have is told the one it has.
+    for (const path of ["/v2/workspaces", "/V1/workspaces", "/v0"]) {
+      const res = await call("GET", path);
+      expectError(res, 404, "not_found");
+      expect(res.body.error.message).toBe(`No route for GET ${path} (paths start with /v1, in lower case, or with no version)`);
     }
     const t = await tenant();
     expectError(await t.call("GET", `${t.ws}/nothing-here`), 404, "not_found");
@@ -23,6 +29,7 @@ describe("one error shape everywhere", () => {
     const res = await t.call("DELETE", "/v1/workspaces");
     expectError(res, 405, "method_not_allowed");
     expect(res.headers.get("allow")).toBe("GET, HEAD");
+    expect(res.body.error.message).toBe("DELETE is not allowed on /v1/workspaces; it takes GET, HEAD");
     const sub = await t.call("PUT", `${t.ws}/subscribers/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`, { body: { name: "x" } });
     expectError(sub, 405, "method_not_allowed");
     expect(sub.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "HEAD", "PATCH"]);

@@ -78,7 +78,11 @@ export const notFound = (kind: string, id?: string) =>
     : new ApiError("not_found", `No such ${kind}: ${echoed(id)}`, { param: `${kind}_id` });
 
 /** A path the service has no route for: an unknown one, or one whose feature this deployment has off (it looks the same). */
-export const noRoute = (method: string, path: string) => new ApiError("not_found", `No route for ${echoed(method)} ${echoed(path)}`);
+export const noRoute = (method: string, path: string) =>
+  new ApiError("not_found", `No route for ${echoed(method)} ${echoed(path)}${OTHER_VERSION.test(path) ? " (paths start with /v1, in lower case, or with no version)" : ""}`);
+
+/** A version prefix the API does not have (`/v2/…`, `/V1/…`): the 404 says which it has. */
+const OTHER_VERSION = /^\/(?!v1(?:\/|$))[vV]\d+(?:\/|$)/;
 
 /** What a client sent, as a message repeats it: control characters escaped, at most 200 characters (then "…"). */
 const ECHO_MAX = 200;
