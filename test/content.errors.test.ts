@@ -130,6 +130,10 @@ describe("template errors (400 validation_failed naming the field, the line and 
       "text: a {% when %} of the {% case %} on line 1 names no value to compare with",
     );
     expect(said("{{ subscriber.email | }}")).toBe('text: a "|" on line 1 has no filter name after it');
+    // A comment may end in anything.
+    for (const text of ["{% # layout: a | b | %}x", "{%- # a | -%}x", "{% liquid\n  # choose: name | email |\n  echo subscriber.name\n%}"]) {
+      expect(() => validateCampaignContent(content({ text })), text).not.toThrow();
+    }
     expect(rejection({ html: "<p>{% if subscriber.tags contains 'vip' and %}VIP{% endif %}</p>" }).param).toBe("html");
     // The same shapes written whole are fine.
     expect(() =>
@@ -153,8 +157,10 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(said("{% else %}")).toBe("text: {% else %} stands outside an {% if %}, {% unless %}, {% case %} or {% for %} on line 1");
     expect(said("{% shout %}")).toBe('text: unknown tag "shout" on line 1');
     expect(said("{% if subscriber.email = 'x' %}y{% endif %}")).toBe(
-      'text: something follows a value that is neither an operator nor a "|" and a filter (to compare, write ==; = only assigns, in {% assign %}) on line 1',
+      'text: something follows a value that is neither an operator nor a "|" and a filter (to compare, write == or !=; = only assigns, in {% assign %}) on line 1',
     );
+    expect(said("{% end %}")).toBe('text: unknown tag "end" on line 1');
+    expect(said("{% endless %}")).toBe('text: unknown tag "endless" on line 1');
     // The subject cannot use itself, and its list of known variables does not offer it.
     const own = rejection({ subject: "{{ campaign.subject }}" }).message;
     expect(own).toContain("(the subject cannot use itself); known: subscriber.email");

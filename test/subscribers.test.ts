@@ -603,6 +603,10 @@ describe("subscriber path messages", () => {
     const long = await t.call("GET", `${t.ws}/subscribers/sub_${"a".repeat(5_000)}`);
     expectError(long, 404, "not_found", "subscriber_id");
     expect(long.body.error.message).toBe(`No such subscriber: sub_${"a".repeat(200 - 1 - 4)}…`);
+    // Cut between characters: never half of an emoji's surrogate pair.
+    const emoji = await t.call("GET", `${t.ws}/subscribers/sub_${"a".repeat(194)}%F0%9F%98%80bbbb`);
+    expect(emoji.body.error.message).toBe(`No such subscriber: sub_${"a".repeat(194)}…`);
+    expect(emoji.body.error.message.isWellFormed()).toBe(true);
     const control = await t.call("GET", `${t.ws}/subscribers/sub_%00x%0A`);
     expect(control.body.error.message).toBe("No such subscriber: sub_\\u0000x\\u000a");
     const path = await t.call("GET", `/v1/${"p".repeat(3_000)}`);

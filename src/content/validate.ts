@@ -98,7 +98,7 @@ const problemOf = (err: unknown): string => {
   }
   const tag = /^tag "(\w+)" not found$/.exec(text)?.[1];
   if (tag) return strayTag(tag);
-  if (text === 'expected "|" before filter') return 'something follows a value that is neither an operator nor a "|" and a filter (to compare, write ==; = only assigns, in {% assign %})';
+  if (text === 'expected "|" before filter') return 'something follows a value that is neither an operator nor a "|" and a filter (to compare, write == or !=; = only assigns, in {% assign %})';
   return text;
 };
 
@@ -109,7 +109,9 @@ const BLOCK_OF: Record<string, string> = { else: "{% if %}, {% unless %}, {% cas
 const strayTag = (name: string): string => {
   const block = BLOCK_OF[name];
   if (block) return `{% ${name} %} stands outside ${/^\{% [aeiou]/.test(block) ? "an" : "a"} ${block}`;
-  if (name.startsWith("end")) return `{% ${name} %} closes no open {% ${name.slice(3)} %} (a stray end tag, or one that does not match the block it ends)`;
+  if (/^end(if|unless|for|case|capture|comment|raw|tablerow)$/.test(name)) {
+    return `{% ${name} %} closes no open {% ${name.slice(3)} %} (a stray end tag, or one that does not match the block it ends)`;
+  }
   return `unknown tag "${name}"`;
 };
 
@@ -212,7 +214,8 @@ const expressionProblems = (field: TemplateField, templates: Template[]): { line
     if ((parts.branches ?? []).some((b) => Array.isArray(b.values) && b.values.length === 0)) {
       problems.push({ line, problem: new TemplateError(field, `a {% when %} of the {% case %} on line ${line} names no value to compare with`) });
     }
-    const written = parts.token.args ?? parts.token.content;
+    // Only where a value is read (an output, a tag with a value or conditions): a comment may end in anything.
+    const written = parts.value || parts.branches?.some((b) => b.value) ? (parts.token.args ?? parts.token.content) : undefined;
     if (typeof written === "string" && /\|\s*$/.test(written)) {
       problems.push({ line, problem: new TemplateError(field, `a "|" on line ${line} has no filter name after it`) });
     }

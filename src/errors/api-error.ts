@@ -89,7 +89,10 @@ const ECHO_MAX = 200;
 const echoed = (text: string): string => {
   // eslint-disable-next-line no-control-regex
   const shown = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-  return shown.length > ECHO_MAX ? `${shown.slice(0, ECHO_MAX - 1)}…` : shown;
+  if (shown.length <= ECHO_MAX) return shown;
+  // Cut between characters, never inside one's surrogate pair (a lone half is not well-formed JSON text to strict parsers).
+  const end = /[\ud800-\udbff]/.test(shown[ECHO_MAX - 2] ?? "") ? ECHO_MAX - 2 : ECHO_MAX - 1;
+  return `${shown.slice(0, end)}…`;
 };
 
 /** A value the schema admits and a rule of the service refuses: 400 validation_failed naming `param`. */
