@@ -262,6 +262,33 @@ describe("crashes and redelivery", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 1_200, delivered: 1_200, failed: 0 } });
   });
 
+  it("a fan-out redone after a crash that ends its window elsewhere (a subscriber confirmed meanwhile) mails every recipient once: a chunk is read whole by whoever reads it", async () => {
+    const h = await harness("live");
+    // The first read (5,000 active) holds 99 matches; the pending subscriber 4,999 matches once confirmed.
+    const ids = await seedSubscribers(h.t.workspace.id, 2 * SEGMENT_WINDOW, (i) => ({
+      tags: (i < 4_950 && i % 50 === 7) || (i >= 5_000 && i % 100 === 7) || i === 4_999 ? ["rare"] : [],
+      status: i === 4_999 ? "pending" : "active",
+    }));
+    const resend = mockResend();
+    const segment = await createSegment(h.t, { tags_any: ["rare"] });
+    const campaign = await createCampaign(h.t, { segment_id: segment.id });
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    // The fan-out gathers both reads and writes its deliveries; its enqueue fails, so it is redelivered.
+    h.queue.failNextSends = 1;
+    await h.step();
+    const confirmed = await h.t.call("PATCH", `${h.t.ws}/subscribers/${ids[4_999]}`, { body: { status: "active" } });
+    expect(confirmed.status, confirmed.text).toBe(200);
+    await h.drain();
+
+    const copies = [...resend.copiesPerRecipient().values()];
+    expect(copies.every((n) => n === 1), JSON.stringify(resend.calls.map((c) => c.messages.length))).toBe(true);
+    const deliveries = await allDeliveries(h.t, campaign.id);
+    expect(deliveries.filter((d) => d.status !== "sent")).toEqual([]);
+    expect(resend.received).toHaveLength(deliveries.length);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: deliveries.length, delivered: deliveries.length, failed: 0 } });
+  });
+
   it("a fan-out message that dies in its third window resumes from the second window's end, counting none twice", async () => {
     const { db, crashes } = crashingD1("SET fanout_cursor", 2);
     const h = await harness("test", { DB: db });

@@ -261,6 +261,8 @@ export const deliveries = sqliteTable(
     index("deliveries_operation_status_idx").on(t.operationId, t.status),
     // Provider feedback finds its delivery by the id the provider gave the message.
     index("deliveries_provider_message_idx").on(t.providerMessageId),
+    // A delivery step reads its chunk whole, wherever its members stand (src/sending/deliveries.repository.ts).
+    index("deliveries_campaign_chunk_idx").on(t.campaignId, t.chunkEnd),
   ],
 );
 

@@ -86,7 +86,7 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
   const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
   // The first chunk with queued rows in the range, as the fan-out planned it (so its key is the one
   // every earlier request for it used, whatever range this message names).
-  const { rows, chunkEnd, more } = await queuedChunk(deps.d1, op.campaignId, from, to, chunk + 1);
+  const { rows, more, after } = await queuedChunk(deps.d1, op.campaignId, from, to, chunk + 1);
   if (rows.length === 0) return;
   const composer = integration ? await loadComposer(deps, op.campaignId) : undefined;
   // The operation's campaign was just read: a missing one is a fault, retried and then dead-lettered
@@ -128,8 +128,9 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
   }
   // Settled, with members held for a batch of their own: the same range again reads only them.
   if (results.held.length > 0) await enqueue(deps, [{ type: "deliver", operation_id: op.id, from, to }]);
-  // The range holds more than this chunk (the sweeper's whole-campaign restart, say): continue after it.
-  else if (more) await enqueue(deps, [{ type: "deliver", operation_id: op.id, from: chunkEnd ?? rows.at(-1)?.subscriberId ?? from, to }]);
+  // The range holds more than this chunk (the sweeper's whole-campaign restart, say): go on from where
+  // this chunk's first row stood in it (every queued row of the range stood after it).
+  else if (more) await enqueue(deps, [{ type: "deliver", operation_id: op.id, from: after, to }]);
 };
 
 /** Whether the chunk's first request is older than the integration keeps a batch's key (src/db/schema.ts, first_asked_at). */

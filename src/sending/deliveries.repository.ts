@@ -29,13 +29,16 @@ const PAST_EVERY_ID = "char(1114111)";
 
 /**
  * The queued deliveries of the first chunk with any in `from` < subscriber ≤ `to`: that chunk's queued
- * rows, all of them (those past `to` too), whatever range the work message names, so a chunk is
- * always asked for as the fan-out planned it; `more`: the range holds queued rows after it.
- * Deliveries from before chunks were recorded (no `chunk_end`) are read by the range alone, `limit`
- * - 1 of them (one more is read to tell whether there are more). The rows are read between two bounds
- * of the (campaign, subscriber) index, the chunk's first and last: a bound the index cannot use (one
- * inside a CASE) made every step read and sort all the campaign's deliveries after its chunk, so a
- * send's reads grew with the square of its audience.
+ * rows, all of them, wherever they stand (past `to`, or before `from`: a fan-out window redone after
+ * a crash may plan its new rows around an earlier try's chunk), whatever range the work message names,
+ * so every read of a chunk takes the same rows and asks for them under the same key; at most `limit` -
+ * 1 of them. `more`: the range holds queued rows of other chunks (or of this one, past the limit);
+ * `after`: where to look for them, the chunk's first row in the range (no queued row of the range
+ * stood before it). Deliveries from before chunks were recorded (no `chunk_end`) are read by the range
+ * alone, `limit` - 1 of them (one more is read to tell whether there are more). Every read is a range
+ * of an index: the first row by (campaign, subscriber) between the range's bounds, the chunk by
+ * (campaign, chunk_end); a bound the index cannot use made every step read all the campaign's
+ * deliveries after its chunk (a send's reads grew with the square of its audience).
  */
 export const queuedChunk = async (
   d1: D1Database,
@@ -43,25 +46,39 @@ export const queuedChunk = async (
   from: string | null,
   to: string | null,
   limit: number,
-): Promise<{ rows: QueuedDelivery[]; chunkEnd: string | null; more: boolean }> => {
+): Promise<{ rows: QueuedDelivery[]; chunkEnd: string | null; more: boolean; after: string | null }> => {
   const { results } = await d1
     .prepare(
-      `WITH first AS (
-         SELECT subscriber_id, chunk_end, coalesce(chunk_end, ?3, ${PAST_EVERY_ID}) AS upper,
-                EXISTS (SELECT 1 FROM deliveries m
-                         WHERE m.campaign_id = ?1 AND m.subscriber_id > f.chunk_end AND (?3 IS NULL OR m.subscriber_id <= ?3)
-                           AND m.status = 'queued') AS more
-           FROM deliveries f
-          WHERE campaign_id = ?1 AND subscriber_id > ?2 AND (?3 IS NULL OR subscriber_id <= ?3) AND status = 'queued'
+      `WITH first AS MATERIALIZED (
+         SELECT subscriber_id, chunk_end, coalesce(?3, ${PAST_EVERY_ID}) AS upper
+           FROM deliveries
+          WHERE campaign_id = ?1 AND subscriber_id > ?2 AND subscriber_id <= coalesce(?3, ${PAST_EVERY_ID}) AND status = 'queued'
           ORDER BY subscriber_id LIMIT 1
+       ),
+       -- Whether the range holds queued rows of other chunks: once, for the one row of first.
+       ahead AS MATERIALIZED (
+         SELECT EXISTS (SELECT 1 FROM deliveries m
+                         WHERE m.campaign_id = ?1 AND m.subscriber_id > first.subscriber_id AND m.subscriber_id <= first.upper
+                           AND m.status = 'queued' AND m.chunk_end IS NOT first.chunk_end) AS more
+           FROM first
+       ),
+       -- CROSS JOIN: the one row of first outside, so each read is a search of an index from it.
+       chunk AS (
+         SELECT d.* FROM first CROSS JOIN deliveries d
+          WHERE first.chunk_end IS NOT NULL AND d.campaign_id = ?1 AND d.chunk_end = first.chunk_end AND d.status = 'queued'
+         UNION ALL
+         SELECT * FROM (
+           SELECT d.* FROM first CROSS JOIN deliveries d
+            WHERE first.chunk_end IS NULL AND d.campaign_id = ?1 AND d.subscriber_id >= first.subscriber_id
+              AND d.subscriber_id <= first.upper AND d.status = 'queued'
+            ORDER BY d.subscriber_id LIMIT ?4)
        )
-       SELECT d.id, d.subscriber_id, d.email, d.attempts, d.asked_seq, d.first_asked_at, d.chunk_end, first.more,
-              coalesce(s.status = 'active', 0) AS active, coalesce(lower(s.email) = lower(d.email), 0) AS same_address,
+       SELECT c.id, c.subscriber_id, c.email, c.attempts, c.asked_seq, c.first_asked_at, c.chunk_end, first.subscriber_id AS first_id,
+              ahead.more,
+              coalesce(s.status = 'active', 0) AS active, coalesce(lower(s.email) = lower(c.email), 0) AS same_address,
               s.name, coalesce(s.tags, '[]') AS tags, s.location, s.source
-         FROM first, deliveries d LEFT JOIN subscribers s ON s.id = d.subscriber_id
-        WHERE d.campaign_id = ?1 AND d.subscriber_id >= first.subscriber_id AND d.subscriber_id <= first.upper
-          AND d.status = 'queued' AND (first.chunk_end IS NULL OR d.chunk_end = first.chunk_end)
-        ORDER BY d.subscriber_id LIMIT ?4`,
+         FROM first CROSS JOIN ahead CROSS JOIN chunk c LEFT JOIN subscribers s ON s.id = c.subscriber_id
+        ORDER BY c.subscriber_id LIMIT ?4`,
     )
     .bind(campaignId, from ?? "", to, limit)
     .all<
@@ -73,6 +90,7 @@ export const queuedChunk = async (
         asked_seq: number;
         first_asked_at: number | null;
         chunk_end: string | null;
+        first_id: string;
         more: number;
         active: number;
         same_address: number;
@@ -90,9 +108,15 @@ export const queuedChunk = async (
     fields: subscriberFields(r),
   }));
   const [first] = results;
-  // More queued rows in the range after this chunk (read by chunk), or past `limit` (read by range).
-  const more = first?.chunk_end ? first.more === 1 : rows.length >= limit;
-  return { rows: first?.chunk_end ? rows : rows.slice(0, limit - 1), chunkEnd: first?.chunk_end ?? null, more };
+  const chunked = Boolean(first?.chunk_end);
+  // More queued rows in the range: another chunk's (read by chunk), or past `limit` (either way).
+  const more = rows.length >= limit || (chunked && first?.more === 1);
+  return {
+    rows: rows.slice(0, limit - 1),
+    chunkEnd: first?.chunk_end ?? null,
+    more,
+    after: chunked ? (first?.first_id ?? from) : (rows[limit - 2]?.subscriberId ?? from),
+  };
 };
 
 /**

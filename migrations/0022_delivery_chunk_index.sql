@@ -1,0 +1,1 @@
+CREATE INDEX `deliveries_campaign_chunk_idx` ON `deliveries` (`campaign_id`,`chunk_end`);
