@@ -130,6 +130,15 @@ describe("template errors (400 validation_failed naming the field, the line and 
       "text: a {% when %} of the {% case %} on line 1 names no value to compare with",
     );
     expect(said("{{ subscriber.email | }}")).toBe('text: a "|" on line 1 has no filter name after it');
+    // What the engine would stop before and ignore.
+    expect(said('{% if subscriber.email, subscriber.name == "Bob" %}T{% endif %}')).toBe(
+      'text: ", subscriber.name == \"Bob\"" on line 1 follows a complete value, and the engine would ignore it (to compare, join values with an operator)',
+    );
+    expect(said('[{{ subscriber.name, "x" }}]')).toContain('", \"x\"" on line 1 follows a complete value');
+    expect(said('{% assign x = subscriber.name, "Bob" %}{{ x }}')).toContain("follows a complete value");
+    expect(said('{% if subscriber.name == "Bob", %}x{% endif %}')).toContain('"," on line 1 follows a complete value');
+    expect(said('{% case subscriber.name %}{% when "x" "Ann" %}M{% endcase %}')).toContain('"\"Ann\"" on line 1 follows a complete value');
+    expect(said('{% case subscriber.name %}{% when "Bob" and %}M{% endcase %}')).toContain('"and" on line 1 follows');
     // A comment may end in anything.
     for (const text of ["{% # layout: a | b | %}x", "{%- # a | -%}x", "{% liquid\n  # choose: name | email |\n  echo subscriber.name\n%}"]) {
       expect(() => validateCampaignContent(content({ text })), text).not.toThrow();
@@ -142,7 +151,9 @@ describe("template errors (400 validation_failed naming the field, the line and 
           text:
             "{% if subscriber.email and subscriber.name %}a{% endif %}{% if subscriber.name == 'x' or subscriber.tags contains 'vip' %}b{% endif %}" +
             "{% unless subscriber.name != blank %}c{% endunless %}{% case subscriber.source %}{% when 'a', 'b' %}d{% when 'c' or 'e' %}e{% endcase %}" +
-            "{{ subscriber.name | default: 'x' | upcase }}{% if subscriber.tags.size > 2 %}f{% elsif subscriber.tags.size >= 1 %}g{% endif %}{{ 'a|' }}{% if not subscriber.name %}h{% endif %}",
+            "{{ subscriber.name | default: 'x' | upcase }}{% if subscriber.tags.size > 2 %}f{% elsif subscriber.tags.size >= 1 %}g{% endif %}{{ 'a|' }}" +
+            "{{- subscriber.name | append: ', ' | append: \"|\" -}}{%- if subscriber.name -%}x{%- endif -%}{% assign n = subscriber.tags | join: ', ' %}{% echo n | upcase %}{% echo %}" +
+            "{% case subscriber.name %}{% when 'a' or 'b', 'c' %}w{% endcase %}{% for t in (1..3) reversed limit: 2 %}{% cycle 'a', 'b' %}{% endfor %}{% liquid\n echo subscriber.name\n %}{% if not subscriber.name %}h{% endif %}",
         }),
       ),
     ).not.toThrow();

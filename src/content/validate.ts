@@ -223,6 +223,58 @@ const expressionProblems = (field: TemplateField, templates: Template[]): { line
   return problems;
 };
 
+/** Tags whose arguments are one value (filters included) that the engine reads up to where it stops, ignoring the rest. */
+const VALUE_TAGS = new Set(["if", "elsif", "unless", "case", "echo", "assign"]);
+
+/**
+ * Text the engine stops reading before and ignores: `{% if a, b == "x" %}` is `{% if a %}`,
+ * `{{ a, "x" }}` is `{{ a }}`, `{% when "x" "y" %}` compares with "x" alone. Each output and each
+ * tag that reads a value is read again as the engine reads it, and what is left is a problem.
+ */
+const trailingTextProblems = (field: TemplateField, source: string, pieces: Token[], engine: Engine): { line: number; problem: TemplateError }[] => {
+  const problems: { line: number; problem: TemplateError }[] = [];
+  const left = (piece: Token, text: string, read: (t: Tokenizer) => void) => {
+    const tokenizer = new Tokenizer(text, engine.options.operators, undefined, undefined, engine.options.groupedExpressions);
+    try {
+      read(tokenizer);
+      tokenizer.skipBlank();
+    } catch {
+      return; // what the engine cannot read, its parser has reported
+    }
+    if (tokenizer.end()) return;
+    const line = lineAt(source, piece.begin);
+    const rest = clippedName(tokenizer.remaining().trim());
+    problems.push({ line, problem: new TemplateError(field, `"${rest}" on line ${line} follows a complete value, and the engine would ignore it (to compare, join values with an operator)`) });
+  };
+  for (const piece of pieces) {
+    if (piece.kind === TokenKind.Output) {
+      left(piece, (piece as unknown as { content: string }).content, (t) => t.readFilteredValue());
+    } else if (piece instanceof TagToken && VALUE_TAGS.has(piece.name)) {
+      left(piece, piece.args, (t) => {
+        if (piece.name === "assign") {
+          t.readIdentifier();
+          t.skipBlank();
+          if (t.peek() === "=") t.advance();
+        }
+        t.readFilteredValue();
+      });
+    } else if (piece instanceof TagToken && piece.name === "when") {
+      // Values joined by "," or "or", as the engine splits them.
+      left(piece, piece.args, (t) => {
+        for (;;) {
+          t.skipBlank();
+          if (t.end() || !t.readValue()) return;
+          t.skipBlank();
+          if (t.peek() === ",") t.advance();
+          else if (/^or\b/.test(t.remaining())) t.advance(2);
+          else return;
+        }
+      });
+    }
+  }
+  return problems;
+};
+
 /** A checked template, with the names of the variables it reads from outside. */
 type ParsedTemplate = { templates: Template[]; globals: ReadonlySet<string> };
 
@@ -287,7 +339,12 @@ export const checkTemplate = (field: TemplateField, source: string): ParsedTempl
     }
   }
   const used = Object.values(analysis.variables).flat();
-  unknown.push(...namesNotWrittenOut(field, source, used), ...loopObjectMisreads(field, used), ...expressionProblems(field, templates));
+  unknown.push(
+    ...namesNotWrittenOut(field, source, used),
+    ...loopObjectMisreads(field, used),
+    ...expressionProblems(field, templates),
+    ...trailingTextProblems(field, source, pieces, engine),
+  );
   const problems = [...unknown.sort((a, b) => a.line - b.line).map((u) => u.problem), ...loopProblems(field, templates)];
   if (problems.length > MAX_PROBLEMS) {
     const more = problems.length - MAX_PROBLEMS;
