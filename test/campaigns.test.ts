@@ -54,6 +54,10 @@ describe("campaigns", () => {
     expectError(await post({ newsletter_id: foreignNl.id }), 400, "resource_missing", "newsletter_id");
     expectError(await post({ newsletter_id: "whatever" }), 400, "resource_missing", "newsletter_id");
     expectError(await post({ newsletter_id: nl.id, segment_id: "seg_01JD6Q3Z6W9X8B4N2M5K7P1R3T" }), 400, "resource_missing", "segment_id");
+    // Both missing: both named, the newsletter first.
+    const both = await post({ newsletter_id: "nl_01JD6Q3Z6W9X8B4N2M5K7P1R3T", segment_id: "seg_01JD6Q3Z6W9X8B4N2M5K7P1R3T" });
+    expectError(both, 400, "resource_missing", "newsletter_id");
+    expect(both.body.error.details.map((d: { param: string }) => d.param)).toEqual(["newsletter_id", "segment_id"]);
     expectError(await post({ newsletter_id: nl.id, segment_id: foreignSeg.id }), 400, "resource_missing", "segment_id");
     expect((await post({ newsletter_id: nl.id, segment_id: null })).status).toBe(201);
   });

@@ -62,10 +62,15 @@ export const campaignsRouter = createRouter()
       updatedAt: now,
     })], { status: 201, resource: "campaign", id });
     if (row) return c.json(envelope(serializeCampaign(row)), 201);
-    // Nothing inserted: say which reference names nothing in the workspace.
-    if (!(await findNewsletter(c.var.db, workspace_id, body.newsletter_id))) throw missing("newsletter_id", body.newsletter_id);
-    if (segmentId !== null && !(await findSegment(c.var.db, workspace_id, segmentId))) throw missing("segment_id", segmentId);
-    throw new Error(`campaign ${id} was not inserted, yet its newsletter and segment exist`);
+    // Nothing inserted: say which references name nothing in the workspace (both, when both do).
+    const [newsletter, segment] = await Promise.all([
+      findNewsletter(c.var.db, workspace_id, body.newsletter_id),
+      segmentId === null ? true : findSegment(c.var.db, workspace_id, segmentId),
+    ]);
+    const problems = [...(newsletter ? [] : [missing("newsletter_id", body.newsletter_id)]), ...(segment || segmentId === null ? [] : [missing("segment_id", segmentId)])];
+    const [first] = problems;
+    if (!first) throw new Error(`campaign ${id} was not inserted, yet its newsletter and segment exist`);
+    throw new ApiError(first.code, first.message, { param: first.param, details: problems.map((p) => ({ param: p.param as string, message: p.message })) });
   })
   .openapi(getCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");
