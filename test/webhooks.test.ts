@@ -65,7 +65,9 @@ describe("webhook endpoints", () => {
     const deleted = await t.call("DELETE", path);
     expect(deleted.status, deleted.text).toBe(200);
     expect(deleted.body.data).toEqual({ id: endpoint.id, object: "webhook_endpoint", deleted: true });
-    expect((await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}`)).status).toBe(404);
+    const gone = await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}`);
+    expectError(gone, 404, "not_found", "endpoint_id");
+    expect(gone.body.error.message).toBe(`No such webhook endpoint: ${endpoint.id}`);
     expect((await t.call("DELETE", `${t.ws}/webhook_endpoints/${endpoint.id}`)).status).toBe(404);
     expect((await t.call("GET", `${t.ws}/webhook_endpoints`)).body.data).toEqual([]);
   });

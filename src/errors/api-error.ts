@@ -72,10 +72,10 @@ export class ApiError extends Error {
  * A `kind` (workspace, subscriber, …) that does not exist, or that the credential may not see. With
  * the `id` it was asked for, `param` names the path parameter that held it (`<kind>_id`).
  */
-export const notFound = (kind: string, id?: string) =>
+export const notFound = (kind: string, id?: string, name = kind) =>
   id === undefined
-    ? new ApiError("not_found", `No such ${kind}`)
-    : new ApiError("not_found", `No such ${kind}: ${echoed(id)}`, { param: `${kind}_id` });
+    ? new ApiError("not_found", `No such ${name}`)
+    : new ApiError("not_found", `No such ${name}: ${echoed(id)}`, { param: `${kind}_id` });
 
 /** A path the service has no route for: an unknown one, or one whose feature this deployment has off (it looks the same). */
 export const noRoute = (method: string, path: string) =>

@@ -61,7 +61,7 @@ const checkPublicUrl = (c: Context<AppEnv>, url: string | undefined) => {
   throw invalidParam("url", `url ${why}`);
 };
 
-const missing = (id: string) => notFound("endpoint", id);
+const missing = (id: string) => notFound("endpoint", id, "webhook endpoint");
 
 export const webhookEndpointsRouter = createRouter()
   .openapi(createEndpoint, async (c) => {
