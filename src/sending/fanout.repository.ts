@@ -78,9 +78,21 @@ export const deliveryStatements = (
 ): D1PreparedStatement[] => {
   const base = { workspaceId: op.workspaceId, campaignId: op.campaignId, operationId: op.id, now };
   return [
-    ...(pages.settled.length > 0 ? deliveryInsertStatements(d1, { ...base, rows: pages.settled, settle: pages.settle }) : []),
-    ...(pages.queued.length > 0 ? deliveryInsertStatements(d1, { ...base, rows: pages.queued, settle: undefined }) : []),
+    ...pagesOf(pages.settled).flatMap((rows) => deliveryInsertStatements(d1, { ...base, rows, settle: pages.settle })),
+    ...pagesOf(pages.queued).flatMap((rows) => deliveryInsertStatements(d1, { ...base, rows, settle: undefined })),
   ];
+};
+
+/**
+ * Rows one insert binds at most, as one JSON array: a window of a segment sent through Resend may hold
+ * thousands (the matches of the reads it gathered), and D1 takes a bound value of at most 2 MB (a row
+ * with the longest address is some 400 bytes).
+ */
+const ROWS_PER_INSERT = 1_000;
+const pagesOf = (rows: NewDelivery[]): NewDelivery[][] => {
+  const pages: NewDelivery[][] = [];
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) pages.push(rows.slice(i, i + ROWS_PER_INSERT));
+  return pages;
 };
 
 type DeliveryPage = {
