@@ -139,6 +139,11 @@ describe("template errors (400 validation_failed naming the field, the line and 
     expect(said('{% if subscriber.name == "Bob", %}x{% endif %}')).toContain('"," on line 1 follows a complete value');
     expect(said('{% case subscriber.name %}{% when "x" "Ann" %}M{% endcase %}')).toContain('"\"Ann\"" on line 1 follows a complete value');
     expect(said('{% case subscriber.name %}{% when "Bob" and %}M{% endcase %}')).toContain('"and" on line 1 follows');
+    // Lines of a {% liquid %} tag are tags as any.
+    expect(said("{% liquid\n  assign x = subscriber.name, 'b'\n  echo x\n%}")).toContain(`", 'b'" on line 2 follows a complete value`);
+    expect(said("{% liquid\n  if subscriber.name, subscriber.email == 'x'\n    echo 'y'\n  endif\n%}")).toContain("on line 2 follows a complete value");
+    // What a comment block holds is not read.
+    expect(() => validateCampaignContent(content({ text: "{% comment %}{{ a, b }} {% if x y %}{% endcomment %}ok" }))).not.toThrow();
     // A comment may end in anything.
     for (const text of ["{% # layout: a | b | %}x", "{%- # a | -%}x", "{% liquid\n  # choose: name | email |\n  echo subscriber.name\n%}"]) {
       expect(() => validateCampaignContent(content({ text })), text).not.toThrow();

@@ -168,6 +168,51 @@ describe("crashes and redelivery", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 250, delivered: 250, failed: 0 } });
   });
 
+  it("a chunk with more members than a batch, read first from a later range, leaves none queued: the range is read again from its start", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 101);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t, {});
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out: chunks of 100 and 1, a work message each
+    // As two redone windows could leave it: one chunk of 101 members, its last one in the later range.
+    await env.DB.prepare("UPDATE deliveries SET chunk_end = (SELECT max(subscriber_id) FROM deliveries WHERE campaign_id = ?1) WHERE campaign_id = ?1").bind(campaign.id).run();
+    // The later range's message runs first: it reads the chunk's first 100 by id, all before its range.
+    h.queue.messages.reverse();
+    await h.drain();
+    expect(resend.received).toHaveLength(101);
+    expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 101, delivered: 101, failed: 0 } });
+  });
+
+  it("rows from before chunks were recorded are never read into a planned chunk: each batch is one kind, each recipient mailed once", async () => {
+    const h = await harness("live");
+    await seedSubscribers(h.t.workspace.id, 150);
+    const resend = mockResend();
+    const campaign = await createCampaign(h.t, {});
+    const op = await send(h.t, campaign.id, { integration_slug: "resend" });
+    await h.step(); // start
+    await h.step(); // fan-out: chunks of 100 and 50
+    // Every other row of the first chunk, its first included, as a database migrated mid-send would hold it.
+    await env.DB.prepare(
+      `UPDATE deliveries SET chunk_end = NULL WHERE campaign_id = ?1 AND id IN (SELECT id FROM deliveries WHERE campaign_id = ?1 ORDER BY subscriber_id LIMIT 100)
+         AND ((rowid % 2) = 0 OR subscriber_id = (SELECT min(subscriber_id) FROM deliveries WHERE campaign_id = ?1))`,
+    ).bind(campaign.id).run();
+    const legacy = new Set(
+      (await env.DB.prepare("SELECT email FROM deliveries WHERE campaign_id = ? AND chunk_end IS NULL").bind(campaign.id).all<{ email: string }>()).results.map((r) => r.email),
+    );
+    expect(legacy.size).toBeGreaterThan(0);
+    await h.drain();
+    for (const call of resend.calls.filter((c) => c.status === 200)) {
+      const kinds = new Set(call.messages.map((m) => legacy.has(m.to[0]!)));
+      expect(kinds.size, "a batch mixes rows from before chunks with planned ones").toBe(1);
+    }
+    expect(resend.received).toHaveLength(150);
+    expect([...resend.copiesPerRecipient().values()].every((n) => n === 1)).toBe(true);
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 150, delivered: 150, failed: 0 } });
+  });
+
   it("an answer lost on the way back costs one more request, not a timeout: a second ask under the key answers, the first is abandoned", async () => {
     const { h, resend, campaign, op } = await resendSend({ recipients: 5, faults: [{ kind: "hang" }] });
     await h.drain();

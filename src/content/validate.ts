@@ -233,7 +233,7 @@ const VALUE_TAGS = new Set(["if", "elsif", "unless", "case", "echo", "assign"]);
  */
 const trailingTextProblems = (field: TemplateField, source: string, pieces: Token[], engine: Engine): { line: number; problem: TemplateError }[] => {
   const problems: { line: number; problem: TemplateError }[] = [];
-  const left = (piece: Token, text: string, read: (t: Tokenizer) => void) => {
+  const left = (line: number, text: string, read: (t: Tokenizer) => void) => {
     const tokenizer = new Tokenizer(text, engine.options.operators, undefined, undefined, engine.options.groupedExpressions);
     try {
       read(tokenizer);
@@ -242,25 +242,23 @@ const trailingTextProblems = (field: TemplateField, source: string, pieces: Toke
       return; // what the engine cannot read, its parser has reported
     }
     if (tokenizer.end()) return;
-    const line = lineAt(source, piece.begin);
     const rest = clippedName(tokenizer.remaining().trim());
     problems.push({ line, problem: new TemplateError(field, `"${rest}" on line ${line} follows a complete value, and the engine would ignore it (to compare, join values with an operator)`) });
   };
-  for (const piece of pieces) {
-    if (piece.kind === TokenKind.Output) {
-      left(piece, (piece as unknown as { content: string }).content, (t) => t.readFilteredValue());
-    } else if (piece instanceof TagToken && VALUE_TAGS.has(piece.name)) {
-      left(piece, piece.args, (t) => {
-        if (piece.name === "assign") {
+  /** A tag's arguments read as the engine reads them, when the tag reads a value. */
+  const tag = (line: number, name: string, args: string) => {
+    if (VALUE_TAGS.has(name)) {
+      left(line, args, (t) => {
+        if (name === "assign") {
           t.readIdentifier();
           t.skipBlank();
           if (t.peek() === "=") t.advance();
         }
         t.readFilteredValue();
       });
-    } else if (piece instanceof TagToken && piece.name === "when") {
+    } else if (name === "when") {
       // Values joined by "," or "or", as the engine splits them.
-      left(piece, piece.args, (t) => {
+      left(line, args, (t) => {
         for (;;) {
           t.skipBlank();
           if (t.end() || !t.readValue()) return;
@@ -271,6 +269,25 @@ const trailingTextProblems = (field: TemplateField, source: string, pieces: Toke
         }
       });
     }
+  };
+  // What a {% comment %} block holds is not read (the tokenizer already leaves {% raw %} alone).
+  let comments = 0;
+  for (const piece of pieces) {
+    const name = piece instanceof TagToken ? piece.name : undefined;
+    if (name === "comment") comments++;
+    else if (name === "endcomment") comments = Math.max(0, comments - 1);
+    if (comments > 0 || name === "endcomment") continue;
+    const line = lineAt(source, piece.begin);
+    if (piece.kind === TokenKind.Output) left(line, (piece as unknown as { content: string }).content, (t) => t.readFilteredValue());
+    else if (piece instanceof TagToken && piece.name === "liquid") {
+      // Each line of a {% liquid %} tag is a tag of its own (a # line a comment); lines counted from
+      // where its arguments start.
+      const first = lineAt(source, Math.max(piece.begin, source.indexOf(piece.args, piece.begin)));
+      piece.args.split(/\r\n?|\n/).forEach((text, i) => {
+        const match = /^\s*(\w+)\s*([\s\S]*)$/.exec(text);
+        if (match?.[1] && match[2] !== undefined) tag(first + i, match[1], match[2]);
+      });
+    } else if (piece instanceof TagToken) tag(line, piece.name, piece.args);
   }
   return problems;
 };

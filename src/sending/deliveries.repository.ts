@@ -33,9 +33,9 @@ const PAST_EVERY_ID = "char(1114111)";
  * a crash may plan its new rows around an earlier try's chunk), whatever range the work message names,
  * so every read of a chunk takes the same rows and asks for them under the same key; at most `limit` -
  * 1 of them. `more`: the range holds queued rows of other chunks (or of this one, past the limit);
- * `after`: where to look for them, the chunk's first row in the range (no queued row of the range
- * stood before it). Deliveries from before chunks were recorded (no `chunk_end`) are read by the range
- * alone, `limit` - 1 of them (one more is read to tell whether there are more). Every read is a range
+ * `after`: where to look for them. Deliveries from before chunks were recorded (no `chunk_end`) are
+ * read by the range alone, only such rows (a planned chunk is never read in part with them), `limit`
+ * - 1 of them (one more is read to tell whether there are more). Every read is a range
  * of an index: the first row by (campaign, subscriber) between the range's bounds, the chunk by
  * (campaign, chunk_end); a bound the index cannot use made every step read all the campaign's
  * deliveries after its chunk (a send's reads grew with the square of its audience).
@@ -70,7 +70,7 @@ export const queuedChunk = async (
          SELECT * FROM (
            SELECT d.* FROM first CROSS JOIN deliveries d
             WHERE first.chunk_end IS NULL AND d.campaign_id = ?1 AND d.subscriber_id >= first.subscriber_id
-              AND d.subscriber_id <= first.upper AND d.status = 'queued'
+              AND d.subscriber_id <= first.upper AND d.status = 'queued' AND d.chunk_end IS NULL
             ORDER BY d.subscriber_id LIMIT ?4)
        )
        SELECT c.id, c.subscriber_id, c.email, c.attempts, c.asked_seq, c.first_asked_at, c.chunk_end, first.subscriber_id AS first_id,
@@ -108,15 +108,16 @@ export const queuedChunk = async (
     fields: subscriberFields(r),
   }));
   const [first] = results;
-  const chunked = Boolean(first?.chunk_end);
-  // More queued rows in the range: another chunk's (read by chunk), or past `limit` (either way).
-  const more = rows.length >= limit || (chunked && first?.more === 1);
-  return {
-    rows: rows.slice(0, limit - 1),
-    chunkEnd: first?.chunk_end ?? null,
-    more,
-    after: chunked ? (first?.first_id ?? from) : (rows[limit - 2]?.subscriberId ?? from),
-  };
+  // More queued rows in the range: another chunk's (or planned rows, after rows from before chunks),
+  // or past `limit`.
+  const more = rows.length >= limit || first?.more === 1;
+  const taken = rows.slice(0, limit - 1);
+  // Go on after the range's first queued row once it is taken (none stood before it); a chunk with
+  // more members than a batch may leave it for the next read (its first ones by id may stand before
+  // the range), and the range is then read again from its start.
+  const firstId = first?.first_id;
+  const after = firstId !== undefined && taken.some((row) => row.subscriberId === firstId) ? firstId : from;
+  return { rows: taken, chunkEnd: first?.chunk_end ?? null, more, after };
 };
 
 /**
