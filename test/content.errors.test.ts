@@ -142,8 +142,10 @@ describe("template errors (400 validation_failed naming the field, the line and 
     // Lines of a {% liquid %} tag are tags as any.
     expect(said("{% liquid\n  assign x = subscriber.name, 'b'\n  echo x\n%}")).toContain(`", 'b'" on line 2 follows a complete value`);
     expect(said("{% liquid\n  if subscriber.name, subscriber.email == 'x'\n    echo 'y'\n  endif\n%}")).toContain("on line 2 follows a complete value");
-    // What a comment block holds is not read.
+    // What a comment block holds is not read, in a {% liquid %} tag too; a comment ends at its first endcomment.
     expect(() => validateCampaignContent(content({ text: "{% comment %}{{ a, b }} {% if x y %}{% endcomment %}ok" }))).not.toThrow();
+    expect(() => validateCampaignContent(content({ text: "{% liquid\n comment\n echo this line is a note, not code\n endcomment\n echo 'hi'\n%}" }))).not.toThrow();
+    expect(said("{% comment %}write {% comment %} to hide{% endcomment %}{% if subscriber.name, subscriber.email == 'x' %}A{% endif %}")).toContain("follows a complete value");
     // A comment may end in anything.
     for (const text of ["{% # layout: a | b | %}x", "{%- # a | -%}x", "{% liquid\n  # choose: name | email |\n  echo subscriber.name\n%}"]) {
       expect(() => validateCampaignContent(content({ text })), text).not.toThrow();

@@ -270,22 +270,33 @@ const trailingTextProblems = (field: TemplateField, source: string, pieces: Toke
       });
     }
   };
-  // What a {% comment %} block holds is not read (the tokenizer already leaves {% raw %} alone).
-  let comments = 0;
+  // What a {% comment %} block holds is not read (the tokenizer already leaves {% raw %} alone); the
+  // engine ends a comment at its first {% endcomment %}, whatever it holds.
+  let inComment = false;
   for (const piece of pieces) {
     const name = piece instanceof TagToken ? piece.name : undefined;
-    if (name === "comment") comments++;
-    else if (name === "endcomment") comments = Math.max(0, comments - 1);
-    if (comments > 0 || name === "endcomment") continue;
+    if (inComment) {
+      if (name === "endcomment") inComment = false;
+      continue;
+    }
+    if (name === "comment") {
+      inComment = true;
+      continue;
+    }
     const line = lineAt(source, piece.begin);
     if (piece.kind === TokenKind.Output) left(line, (piece as unknown as { content: string }).content, (t) => t.readFilteredValue());
     else if (piece instanceof TagToken && piece.name === "liquid") {
       // Each line of a {% liquid %} tag is a tag of its own (a # line a comment); lines counted from
       // where its arguments start.
       const first = lineAt(source, Math.max(piece.begin, source.indexOf(piece.args, piece.begin)));
+      let commented = false;
       piece.args.split(/\r\n?|\n/).forEach((text, i) => {
         const match = /^\s*(\w+)\s*([\s\S]*)$/.exec(text);
-        if (match?.[1] && match[2] !== undefined) tag(first + i, match[1], match[2]);
+        if (!match?.[1] || match[2] === undefined) return;
+        // A comment's lines, up to its endcomment line, are not read.
+        if (commented) commented = match[1] !== "endcomment";
+        else if (match[1] === "comment") commented = true;
+        else tag(first + i, match[1], match[2]);
       });
     } else if (piece instanceof TagToken) tag(line, piece.name, piece.args);
   }

@@ -128,8 +128,8 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
   }
   // Settled, with members held for a batch of their own: the same range again reads only them.
   if (results.held.length > 0) await enqueue(deps, [{ type: "deliver", operation_id: op.id, from, to }]);
-  // The range holds more than this chunk (the sweeper's whole-campaign restart, say): go on from where
-  // this chunk's first row stood in it (every queued row of the range stood after it).
+  // The range holds more than this chunk (the sweeper's whole-campaign restart, say): go on after the
+  // range's first queued row once it was taken (every other stood after it), else from the range's start.
   else if (more) await enqueue(deps, [{ type: "deliver", operation_id: op.id, from: after, to }]);
 };
 
