@@ -6,6 +6,9 @@ import { CONTENT_LIMITS, validateCampaignContent } from "../src/content";
 import { bob, content, rejection, render } from "./content.fixtures";
 
 describe("template errors (400 validation_failed naming the field, the line and the problem)", () => {
+  /** What saving `text` as a campaign's text part answers. */
+  const said = (text: string) => rejection({ text }).message;
+
   it("names an unknown variable, even in a branch the sample would not take", () => {
     const e = rejection({ html: "<p>Hi</p>\n{% if false %}\n{{ subscriber.nmae }}\n{% endif %}" });
     expect(e.param).toBe("html");
@@ -112,7 +115,6 @@ describe("template errors (400 validation_failed naming the field, the line and 
   });
 
   it("refuses an expression the engine would read as another (an operator missing a value, two values with none between them), which would send every recipient the wrong branch", () => {
-    const said = (text: string) => rejection({ text }).message;
     expect(said("[{% if subscriber.email and %}yes{% else %}no{% endif %}]")).toBe(
       'text: "subscriber.email and" ends with "and", which needs a value after it on line 1',
     );
@@ -167,7 +169,6 @@ describe("template errors (400 validation_failed naming the field, the line and 
   });
 
   it("says what a stray or unknown tag is, and what a single = is, in words a template's author can act on", () => {
-    const said = (text: string) => rejection({ text }).message;
     expect(said("hi {% endif %}")).toBe("text: {% endif %} closes no open {% if %} (a stray end tag, or one that does not match the block it ends) on line 1");
     expect(said("{% if subscriber.name %}x{% endfor %}")).toContain("{% endfor %} closes no open {% for %}");
     expect(said("{% elsif subscriber.name %}")).toBe("text: {% elsif %} stands outside an {% if %} on line 1");

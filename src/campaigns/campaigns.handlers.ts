@@ -65,12 +65,12 @@ export const campaignsRouter = createRouter()
     // Nothing inserted: say which references name nothing in the workspace (both, when both do).
     const [newsletter, segment] = await Promise.all([
       findNewsletter(c.var.db, workspace_id, body.newsletter_id),
-      segmentId === null ? true : findSegment(c.var.db, workspace_id, segmentId),
+      segmentId === null || findSegment(c.var.db, workspace_id, segmentId),
     ]);
-    const problems = [...(newsletter ? [] : [missing("newsletter_id", body.newsletter_id)]), ...(segment || segmentId === null ? [] : [missing("segment_id", segmentId)])];
+    const problems = [...(newsletter ? [] : [missing("newsletter_id", body.newsletter_id)]), ...(segment ? [] : [missing("segment_id", segmentId as string)])];
     const [first] = problems;
     if (!first) throw new Error(`campaign ${id} was not inserted, yet its newsletter and segment exist`);
-    throw new ApiError(first.code, first.message, { param: first.param, details: problems.map((p) => ({ param: p.param as string, message: p.message })) });
+    throw new ApiError(first.code, first.message, { param: first.param, details: problems.map(({ param, message }) => ({ param, message })) });
   })
   .openapi(getCampaign, async (c) => {
     const { workspace_id, campaign_id } = c.req.valid("param");

@@ -127,17 +127,16 @@ export const CreateCampaignBody = z
     },
   });
 
-export const UpdateCampaignBody = z
-  .strictObject({
+export const UpdateCampaignBody = somethingToChange(
+  z.strictObject({
     subject: requiredText(255).optional(),
     preheader: optionalText(255).openapi({ description: "At most 255 characters, trimmed; `null` or blank: none." }),
     html: htmlField,
     text: textField,
     segment_id: reference("seg_01JD6Q3Z6W9X8B4N2M5K7P1R3T").nullable().optional().openapi({ description: "`null`: the whole audience." }),
     scheduled_at: scheduledAtEdit,
-  })
-  .refine((body) => Object.keys(body).length > 0, somethingToChange(["subject", "preheader", "html", "text", "segment_id", "scheduled_at"]))
-  .openapi("UpdateCampaignRequest", {
+  }),
+).openapi("UpdateCampaignRequest", {
     minProperties: 1,
     example: { subject: "{{ subscriber.name | default: 'Hello' }}, this week's notes", html: "<p>Hi {{ subscriber.name | default: 'there' }}</p>" },
   });

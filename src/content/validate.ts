@@ -2,7 +2,7 @@ import { ForTag, LiquidError, TablerowTag, TagToken, type Template, type Token, 
 import { type Engine, EXPRESSION_FILTERS, htmlEngine, LOOP_PROPERTIES, OutputTooLarge, plainEngine, RENDER_MEMORY_LIMIT, walk } from "./engine";
 import { lineOf as lineAt, offsetOf } from "./liquid-syntax";
 import { TooMuchWork } from "./render-work";
-import { clipped, moreProblems } from "../errors/zod-messages";
+import { article, clipped, moreProblems } from "../errors/zod-messages";
 
 // A template is checked when it is saved, never first at send time: it must parse, name only the
 // variables the contract lists (checked statically, so a typo inside a branch the sample would not
@@ -108,7 +108,7 @@ const BLOCK_OF: Record<string, string> = { else: "{% if %}, {% unless %}, {% cas
 /** A tag the engine has no tag for: a part of a block outside it (an end tag that closes nothing open), or an unknown one. */
 const strayTag = (name: string): string => {
   const block = BLOCK_OF[name];
-  if (block) return `{% ${name} %} stands outside ${/^\{% [aeiou]/.test(block) ? "an" : "a"} ${block}`;
+  if (block) return `{% ${name} %} stands outside ${article(block.slice(3))} ${block}`;
   if (/^end(if|unless|for|case|capture|comment|raw|tablerow)$/.test(name)) {
     return `{% ${name} %} closes no open {% ${name.slice(3)} %} (a stray end tag, or one that does not match the block it ends)`;
   }
@@ -156,7 +156,7 @@ const loopProblems = (field: TemplateField, templates: Template[]): TemplateErro
 };
 
 /** What liquidjs keeps of a token: where it stands in the template's source. */
-type SourceToken = { kind: number; begin: number; end: number; input: string; operator?: string; initial?: unknown; getPosition(): [number, number] };
+type SourceToken = { kind: number; begin: number; end: number; input: string; operator?: string; getPosition(): [number, number] };
 type ParsedExpression = { postfix: SourceToken[] };
 type ParsedValue = { initial: ParsedExpression };
 
@@ -167,7 +167,8 @@ const UNARY_OPERATORS = new Set(["not"]);
  * What is wrong with an expression's shape, if anything: liquidjs reads an operator missing an
  * operand (`a and`, `a ==`) or two operands with none between them (`a b`) without complaint, and
  * renders them as something else (the condition false, the second value dropped), so every
- * recipient would get the wrong branch. Read in source order; a parenthesized group is checked too.
+ * recipient would get the wrong branch. Read in source order (the engines group no expressions in
+ * parentheses: `(` starts a range).
  */
 const expressionProblem = (expression: ParsedExpression): { token: SourceToken; problem: string } | undefined => {
   const tokens = [...expression.postfix].sort((a, b) => a.begin - b.begin);
@@ -188,8 +189,6 @@ const expressionProblem = (expression: ParsedExpression): { token: SourceToken; 
     }
     if (!wantOperand) return { token, problem: `"${text}" has two values with no operator between them (==, !=, <, >, <=, >=, contains, and, or)` };
     wantOperand = false;
-    const inner = (token.initial as ParsedExpression | undefined)?.postfix ? expressionProblem(token.initial as ParsedExpression) : undefined;
-    if (inner) return inner;
   }
   if (wantOperand) return { token: last, problem: `"${text}" ends with "${last.operator}", which needs a value after it` };
   return undefined;

@@ -1,4 +1,5 @@
 import { idPrefixes } from "../lib/ids";
+import { article, clipped } from "./zod-messages";
 // The closed list of error codes the API can answer with, and the status and type each implies.
 export const errorCodes = {
   validation_failed: { status: 400, type: "invalid_request_error" },
@@ -86,14 +87,9 @@ const OTHER_VERSION = /^\/(?!v1(?:\/|$))[vV]\d+(?:\/|$)/;
 
 /** What a client sent, as a message repeats it: control characters escaped, at most 200 characters (then "…"). */
 const ECHO_MAX = 200;
-const echoed = (text: string): string => {
+const echoed = (text: string): string =>
   // eslint-disable-next-line no-control-regex
-  const shown = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-  if (shown.length <= ECHO_MAX) return shown;
-  // Cut between characters, never inside one's surrogate pair (a lone half is not well-formed JSON text to strict parsers).
-  const end = /[\ud800-\udbff]/.test(shown[ECHO_MAX - 2] ?? "") ? ECHO_MAX - 2 : ECHO_MAX - 1;
-  return `${shown.slice(0, end)}…`;
-};
+  clipped(text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`), ECHO_MAX);
 
 /** A value the schema admits and a rule of the service refuses: 400 validation_failed naming `param`. */
 export const invalidParam = (param: string, message: string) =>
@@ -109,5 +105,5 @@ export const resourceMissing = (param: string, kind: string, id: string, where =
 /** An id of another kind where one of `kind` belongs (a segment's id as newsletter_id) is said to be one. */
 const otherKind = (kind: string, id: string): string => {
   const other = Object.entries(idPrefixes).find(([name, prefix]) => name !== kind && id.startsWith(prefix));
-  return other ? ` (${id.slice(0, other[1].length)}… is ${/^[aeiou]/.test(other[0]) ? "an" : "a"} ${other[0].replace(/_/g, " ")} id)` : "";
+  return other ? ` (${id.slice(0, other[1].length)}… is ${article(other[0])} ${other[0].replace(/_/g, " ")} id)` : "";
 };

@@ -71,7 +71,13 @@ const MAX_PARAM_SHOWN = 200;
 export const moreProblems = (more: number, listed: number, kinds = ""): string =>
   `and ${more} more problem${more === 1 ? "" : "s"}${kinds} (the first ${listed} are listed)`;
 
-export const clipped = (text: string, most: number): string => (text.length > most ? `${text.slice(0, most - 1)}…` : text);
+/** `text` in at most `most` characters (then "…"), cut between characters, never inside a surrogate pair. */
+export const clipped = (text: string, most: number): string => {
+  if (text.length <= most) return text;
+  // A lone half of a pair is not well-formed text: strict JSON parsers refuse it.
+  const end = /[\ud800-\udbff]/.test(text[most - 2] ?? "") ? most - 2 : most - 1;
+  return `${text.slice(0, end)}…`;
+};
 
 const shown = (param: string | undefined) => param && clipped(param, MAX_PARAM_SHOWN);
 

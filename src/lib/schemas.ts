@@ -247,10 +247,14 @@ export const oneOffResultSchema = <T extends z.ZodRawShape>(shape: T) =>
 
 export const isoDateTime = z.string().openapi({ format: "date-time", example: "2026-11-21T12:00:00.000Z" });
 
-/** An update's body names something to change: the one wording every update route answers `{}` with. */
-export const somethingToChange = (fields: readonly string[]) => ({
-  error: `Request body must contain at least one of: ${fields.join(", ")}`,
-});
+/**
+ * An update's body names something to change: refused otherwise in the one wording every update
+ * route answers `{}` with, listing the body's own fields.
+ */
+export const somethingToChange = <T extends z.ZodObject>(body: T) =>
+  body.refine((value) => Object.values(value).some((v) => v !== undefined), {
+    error: `Request body must contain at least one of: ${Object.keys(body.shape).join(", ")}`,
+  });
 
 /** The body of an action that takes no parameters: none, or `{}`. */
 export const noBody = {

@@ -56,16 +56,15 @@ export const CreateNewsletterBody = z
     example: { name: "Acme Weekly", from_email: "news@example.com", from_name: "Acme", address: "1 Main Street, Springfield" },
   });
 
-export const UpdateNewsletterBody = z
-  .strictObject({
+export const UpdateNewsletterBody = somethingToChange(
+  z.strictObject({
     name: nameField.optional(),
-    from_email: emailAddress("The sender address every campaign of this newsletter is sent from.").optional(),
     from_name: optionalLine(200).openapi({ description: "The sender's display name: one line; `null` or blank: none." }),
+    from_email: emailAddress("The sender address every campaign of this newsletter is sent from.").optional(),
     reply_to: optionalEmailAddress("Where replies go."),
     address: addressField,
-  })
-  .refine((body) => Object.keys(body).length > 0, somethingToChange(["name", "from_name", "from_email", "reply_to", "address"]))
-  .openapi("UpdateNewsletterRequest", { minProperties: 1, example: { name: "Acme Weekly" } });
+  }),
+).openapi("UpdateNewsletterRequest", { minProperties: 1, example: { name: "Acme Weekly" } });
 
 export const ListNewslettersQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
 

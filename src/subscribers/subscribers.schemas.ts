@@ -126,10 +126,8 @@ export const serializeSubscriberBatch = (rows: readonly SubscriberBatchRow[]): z
   };
 };
 
-const updatable = ["email", "name", "tags", "add_tags", "remove_tags", "location", "source", "status"] as const;
-
-export const UpdateSubscriberBody = z
-  .strictObject({
+export const UpdateSubscriberBody = somethingToChange(
+  z.strictObject({
     email: email.optional(),
     name: optionalField,
     tags: tagList({ minItems: 0, description: "Replaces the whole list (`[]` clears it); not with add_tags or remove_tags." }).optional(),
@@ -145,8 +143,8 @@ export const UpdateSubscriberBody = z
     location: optionalField,
     source: optionalField,
     status: status.optional().openapi({ description: "Consent status: any of the four values." }),
-  })
-  .refine((body) => Object.keys(body).length > 0, somethingToChange(updatable))
+  }),
+)
   .superRefine((body, ctx) => {
     if (body.tags !== undefined && (body.add_tags !== undefined || body.remove_tags !== undefined)) {
       ctx.addIssue({ code: "custom", path: [body.add_tags !== undefined ? "add_tags" : "remove_tags"], message: "cannot be given with tags, which replaces the whole list" });

@@ -41,15 +41,14 @@ export const CreateEndpointBody = z
     example: { url: "https://example.com/webhooks/newsletter", events: ["subscriber.unsubscribed", "campaign.sent"], description: "CRM sync" },
   });
 
-export const UpdateEndpointBody = z
-  .strictObject({
+export const UpdateEndpointBody = somethingToChange(
+  z.strictObject({
     url: endpointUrl.optional(),
     events: eventList.optional(),
     description: optionalText(500),
     enabled: z.boolean().optional(),
-  })
-  .refine((body) => Object.values(body).some((v) => v !== undefined), somethingToChange(["url", "events", "description", "enabled"]))
-  .openapi("UpdateWebhookEndpointRequest", { minProperties: 1, example: { enabled: false } });
+  }),
+).openapi("UpdateWebhookEndpointRequest", { minProperties: 1, example: { enabled: false } });
 
 export const ListEndpointsQuery = z.strictObject({ limit: limitQuery, after: afterQuery });
 
