@@ -76,11 +76,14 @@ export const resendConfigFindings = (env: Pick<Env, "RESEND_BASE_URL" | "RESEND_
     });
   } else if (!feedbackVerifier(env.RESEND_WEBHOOK_SECRET)) {
     findings.push({ status: "failed", message: "RESEND_WEBHOOK_SECRET is not a valid whsec_ signing secret: every feedback call from Resend is refused; set it to the one Resend shows" });
-  } else if (keyBytes(env.RESEND_WEBHOOK_SECRET) < FEEDBACK_KEY_MIN_BYTES) {
-    findings.push({
-      status: "warning",
-      message: `RESEND_WEBHOOK_SECRET's key is ${keyBytes(env.RESEND_WEBHOOK_SECRET)} bytes: too short to be the one Resend shows (24 bytes), and guessable, so anyone could forge bounces and complaints; set it to the webhook's signing secret`,
-    });
+  } else {
+    const bytes = keyBytes(env.RESEND_WEBHOOK_SECRET);
+    if (bytes < FEEDBACK_KEY_MIN_BYTES) {
+      findings.push({
+        status: "warning",
+        message: `RESEND_WEBHOOK_SECRET's key is ${bytes} bytes: too short to be the one Resend shows (24 bytes), and guessable, so anyone could forge bounces and complaints; set it to the webhook's signing secret`,
+      });
+    }
   }
   return findings;
 };
