@@ -113,6 +113,27 @@ describe("a request that dies right after its write commits", () => {
     expect(retry.body.data.id).toBe(operation!.id);
     expect((await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("sending");
   });
+
+  // Writes whose events are conditional: whether the key's record is written follows the write, not
+  // the event (a scheduled send writes no campaign.sending; a second unsubscribe writes no event).
+  it("scheduled send: the retry replays the original 202, the campaign stays scheduled with one operation", async () => {
+    const t = await tenant();
+    const campaign = await createCampaign(t, { scheduled_at: new Date(Date.now() + 3_600_000).toISOString() });
+    const path = `${t.ws}/campaigns/${campaign.id}/send`;
+    const retry = await crashAndRetry(t, "POST", path, "crash-scheduled-1", {}, 202);
+    expect(retry.body.data).toMatchObject({ object: "operation", type: "campaign_send", campaign_id: campaign.id });
+    expect(await count("operations", t.workspace.id)).toBe(1);
+    expect((await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("scheduled");
+  });
+
+  it("an unsubscribe that changes no status: the retry replays the original 200", async () => {
+    const t = await tenant();
+    const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "gone@example.com", status: "unsubscribed" } });
+    const path = `${t.ws}/subscribers/${created.body.data.id}`;
+    const retry = await crashAndRetry(t, "PATCH", path, "crash-patch-2", { name: "Gone", status: "unsubscribed" }, 200);
+    expect(retry.body.data).toMatchObject({ name: "Gone", status: "unsubscribed" });
+    await expectSameAsRead(t, retry, path);
+  });
 });
 
 describe("a write whose commit's answer is lost on the way back from D1", () => {

@@ -24,6 +24,12 @@ const expectReplayOf = (replay: ApiResponse, original: ApiResponse) => {
   expect(replay.headers.get("request-id")).not.toBe(original.headers.get("request-id"));
 };
 
+/** Every stored response gone from KV: the next request with the key is answered from D1's record. */
+const forgetKv = async () => {
+  const { keys } = await env.IDEMPOTENCY_KV.list();
+  await Promise.all(keys.map((k) => env.IDEMPOTENCY_KV.delete(k.name)));
+};
+
 afterEach(() => {
   vi.restoreAllMocks();
 });
@@ -199,6 +205,31 @@ describe("Idempotency-Key", () => {
     expect(await countSubscribers(t.workspace.id)).toBe(0);
   });
 
+  it("stores a refused update as refused: a keyed PATCH to a taken email is a 409, and so is its replay from D1", async () => {
+    const t = await tenant();
+    await t.call("POST", `${t.ws}/subscribers`, { body: { email: "first@example.com" } });
+    const second = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "second@example.com" } });
+    const path = `${t.ws}/subscribers/${second.body.data.id}`;
+    const refused = await t.call("PATCH", path, withKey("patch-taken-1", { email: "first@example.com" }));
+    expectError(refused, 409, "subscriber_exists", "email");
+    await forgetKv();
+    expectReplayOf(await t.call("PATCH", path, withKey("patch-taken-1", { email: "first@example.com" })), refused);
+    expect((await t.call("GET", path)).body.data.email).toBe("second@example.com");
+  });
+
+  it("stores a refused campaign edit as refused: 409 campaign_not_editable, and so is its replay from D1", async () => {
+    const t = await tenant();
+    const newsletter = await t.call("POST", `${t.ws}/newsletters`, { body: { name: "Weekly", from_email: "news@example.com" } });
+    const campaign = await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "Hello", newsletter_id: newsletter.body.data.id } });
+    const path = `${t.ws}/campaigns/${campaign.body.data.id}`;
+    expect((await t.call("POST", `${path}/archive`)).status).toBe(200);
+    const refused = await t.call("PATCH", path, withKey("campaign-edit-1", { subject: "New" }));
+    expectError(refused, 409, "campaign_not_editable");
+    await forgetKv();
+    expectReplayOf(await t.call("PATCH", path, withKey("campaign-edit-1", { subject: "New" })), refused);
+    expect((await t.call("GET", path)).body.data.subject).toBe("Hello");
+  });
+
   it("makes PATCH idempotent: a replay does not apply the change again", async () => {
     const t = await tenant();
     const created = await t.call("POST", `${t.ws}/subscribers`, { body: { email: "pat@example.com" } });
@@ -260,8 +291,7 @@ describe("Idempotency-Key", () => {
       await env.DB.prepare("update idempotency_keys set expires_at = ? where credential_id = ? and key = ?")
         .bind(Date.now() - 1, t.credential.id, "reused-after-a-day")
         .run();
-      const { keys } = await env.IDEMPOTENCY_KV.list();
-      await Promise.all(keys.map((k) => env.IDEMPOTENCY_KV.delete(k.name)));
+      await forgetKv();
     };
     // A day later (the record expired, the sweep has not run, KV's copy is gone), another request.
     await expire();
@@ -272,8 +302,7 @@ describe("Idempotency-Key", () => {
     expect(JSON.parse(row!.response).body).toBe(second.text);
 
     // D1 is the truth: with KV's copy gone, the key is the second request's, and another is a 422.
-    const { keys } = await env.IDEMPOTENCY_KV.list();
-    await Promise.all(keys.map((k) => env.IDEMPOTENCY_KV.delete(k.name)));
+    await forgetKv();
     const third = await t.call("POST", `${t.ws}/subscribers`, withKey("reused-after-a-day", { email: "c@example.com" }));
     expectError(third, 422, "idempotency_key_reused");
     expect(await countSubscribers(t.workspace.id)).toBe(0);
