@@ -73,6 +73,42 @@ describe("round trips per route", () => {
     expect(batch).toHaveBeenCalledTimes(8);
   });
 
+  it("every other write is one D1 batch too: edits, schedule changes, archive, import, webhook endpoints", async () => {
+    const t = await tenant();
+    await warm(t);
+    const newsletter = await createNewsletter(t);
+    expectBudget(await t.call("PATCH", `${t.ws}/newsletters/${newsletter.id}`, { body: { name: "M" }, headers: key("budget-nl-2") }), { db: 1, kv: 1 });
+    const campaign = await createCampaign(t, { newsletter_id: newsletter.id });
+    const path = `${t.ws}/campaigns/${campaign.id}`;
+    expectBudget(await t.call("PATCH", path, { body: { subject: "Edited" }, headers: key("budget-cmp-2") }), { db: 1, kv: 1 });
+    expectBudget(await t.call("PATCH", path, { body: { scheduled_at: new Date(Date.now() + 3_600_000).toISOString() } }), { db: 1, kv: 0 });
+    expectBudget(await t.call("POST", `${path}/send`, { body: {} }), { db: 1, kv: 0 });
+    expectBudget(await t.call("POST", `${path}/unschedule`, { headers: key("budget-unsched-1") }), { db: 1, kv: 1 });
+    expectBudget(await t.call("POST", `${path}/archive`, { headers: key("budget-archive-1") }), { db: 1, kv: 1 });
+
+    const imported = await t.call("POST", `${t.ws}/subscribers/batch`, {
+      body: { subscribers: [{ email: "i1@example.com" }, { email: "i2@example.com", tags: ["x"] }] },
+      headers: key("budget-batch-1"),
+    });
+    expectBudget(imported, { db: 1, kv: 1 });
+
+    const endpoint = await t.call("POST", `${t.ws}/webhook_endpoints`, { body: { url: "https://hooks.example.com/in", events: ["*"] }, headers: key("budget-wh-1") });
+    expectBudget(endpoint, { db: 1, kv: 1 });
+    const endpointPath = `${t.ws}/webhook_endpoints/${endpoint.body.data.id}`;
+    expectBudget(await t.call("PATCH", endpointPath, { body: { description: "d" }, headers: key("budget-wh-2") }), { db: 1, kv: 1 });
+    expectBudget(await t.call("POST", `${endpointPath}/rotate_secret`, { headers: key("budget-wh-3") }), { db: 1, kv: 1 });
+    expectBudget(await t.call("DELETE", endpointPath), { db: 1, kv: 0 });
+  });
+
+  it("a test send reads its campaign once; with an Idempotency-Key its answer is recorded after the provider's", async () => {
+    const t = await tenant();
+    await warm(t);
+    const campaign = await createCampaign(t);
+    const path = `${t.ws}/campaigns/${campaign.id}/test`;
+    expectBudget(await t.call("POST", path, { body: { emails: ["me@example.com"] } }), { db: 1, kv: 0 });
+    expectBudget(await t.call("POST", path, { body: { emails: ["me@example.com"] }, headers: key("budget-test-1") }), { db: 2, kv: 1 });
+  });
+
   it("a confirmation request costs one D1 read (subscriber and newsletter together), and with an Idempotency-Key the commit of its answer", async () => {
     const t = await tenant();
     await warm(t);
@@ -120,6 +156,11 @@ describe("round trips per route", () => {
     expectBudget(await t.call("GET", `${t.ws}/newsletters/${newsletter.id}`), { db: 1, kv: 0 });
     expectBudget(await t.call("GET", `${t.ws}/newsletters`), { db: 1, kv: 0 });
     expectBudget(await t.call("GET", `${t.ws}/segments`), { db: 1, kv: 0 });
+    const segment = await t.call("POST", `${t.ws}/segments`, { body: { name: "S", filter: { tags_any: ["x"] } } });
+    expectBudget(await t.call("GET", `${t.ws}/segments/${segment.body.data.id}`), { db: 1, kv: 0 });
+    expectBudget(await t.call("GET", t.ws), { db: 1, kv: 0 });
+    const op = await t.call("POST", `${t.ws}/campaigns/${campaign.id}/send`, { body: {} });
+    expectBudget(await t.call("GET", `${t.ws}/operations/${op.body.data.id}`), { db: 1, kv: 0 });
     expectBudget(await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries`), { db: 1, kv: 0 });
     expectBudget(await t.call("GET", `${t.ws}/campaigns/${campaign.id}/stats`), { db: 1, kv: 0 });
     expectBudget(await t.call("GET", `${t.ws}/events`), { db: 1, kv: 0 });

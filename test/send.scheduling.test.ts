@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { deliveryInsertStatements } from "../src/sending/fanout.repository";
 import { loadOperationState, markOperationRunning, type OperationState } from "../src/sending/send.repository";
-import { expectError, seedSubscribers, until } from "./helpers";
+import { expectError, seedSubscribers, tripsOf, until } from "./helpers";
 import { mockResend } from "./resend.mock";
 import { allDeliveries, createCampaign } from "./send.fixtures";
 import { everyTry, harness, operationOf, resendSend, send } from "./send.harness";
@@ -60,6 +60,8 @@ describe("queue edges", () => {
     const res = await h.t.call("POST", path, { headers: { "idempotency-key": "cancel-send-0001" } });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data).toMatchObject({ id: campaign.id, status: "failed", sent_at: null });
+    // One D1 batch, like every write (test/round-trips.test.ts).
+    expect(tripsOf(res)).toMatchObject({ db: 1, kv: 1 });
     const replay = await h.t.call("POST", path, { headers: { "idempotency-key": "cancel-send-0001" } });
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
     expect(replay.body).toEqual(res.body);
