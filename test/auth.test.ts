@@ -245,5 +245,7 @@ describe("rate limiting", () => {
     expect(secondsLeftInWindow(60, 100 * minute + 45_000)).toBe(15);
     expect(secondsLeftInWindow(60, 100 * minute + 59_999)).toBe(1);
     expect(secondsLeftInWindow(10, 100 * minute + 7_500)).toBe(3);
+    expect(secondsLeftInWindow(10, 100 * minute + 7_600)).toBe(3); // 2.4 s left: rounded up, never down
+    expect(secondsLeftInWindow(60, 100 * minute + 59_001)).toBe(1);
   });
 });

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { ConfigurationError, missingOptionalBindings } from "../errors/configuration";
 import { requestIdHeader } from "../errors/openapi";
 import { createRouter } from "../lib/create-app";
 import { routeName } from "../lib/route";
@@ -89,4 +90,8 @@ docsRouter.get(INIT_SCRIPT, routeName("get", INIT_SCRIPT), (c) => {
 });
 
 // Through the worker (run_worker_first), so the /v1 alias and the Request-Id header apply here too.
-docsRouter.get(SCALAR_SCRIPT, routeName("get", SCALAR_SCRIPT), (c) => c.env.ASSETS.fetch(new URL(SCALAR_SCRIPT, c.req.url)));
+docsRouter.get(SCALAR_SCRIPT, routeName("get", SCALAR_SCRIPT), (c) => {
+  // A deployment without [assets]: said, as any missing binding is (the page itself still links the document).
+  if (missingOptionalBindings(c.env).includes("ASSETS")) throw ConfigurationError.bindings(["ASSETS"]);
+  return c.env.ASSETS.fetch(new URL(SCALAR_SCRIPT, c.req.url));
+});

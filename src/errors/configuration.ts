@@ -20,18 +20,29 @@ const requiredBindings = {
   },
 } as const satisfies Partial<Record<keyof Env, Requirement>>;
 
-type BindingName = keyof typeof requiredBindings;
+/** Bindings only some routes need: without one, the rest of the API serves and /health warns. */
+const optionalBindings = {
+  ASSETS: { for: "static assets ([assets] in wrangler.toml: the /docs reference's script)" },
+} as const satisfies Partial<Record<keyof Env, Requirement>>;
 
-const requirements: Record<BindingName, Requirement> = requiredBindings;
+type RequiredBinding = keyof typeof requiredBindings;
+type OptionalBinding = keyof typeof optionalBindings;
+type BindingName = RequiredBinding | OptionalBinding;
+
+const requirements: Record<RequiredBinding, Requirement> = requiredBindings;
+const purposes: Record<BindingName, Requirement> = { ...requiredBindings, ...optionalBindings };
 
 /** The bindings this deployment needs, given its configuration. */
-export const neededBindings = (env: Env): BindingName[] =>
-  (Object.keys(requirements) as BindingName[]).filter((name) => requirements[name].when?.(env) ?? true);
+export const neededBindings = (env: Env): RequiredBinding[] =>
+  (Object.keys(requirements) as RequiredBinding[]).filter((name) => requirements[name].when?.(env) ?? true);
 
-export const missingBindings = (env: Env): BindingName[] =>
-  neededBindings(env).filter((name) => env[name] === undefined || env[name] === null);
+const absent = (env: Env, name: BindingName) => env[name] === undefined || env[name] === null;
 
-export const bindingPurpose = (name: BindingName) => requirements[name].for;
+export const missingBindings = (env: Env): RequiredBinding[] => neededBindings(env).filter((name) => absent(env, name));
+
+export const missingOptionalBindings = (env: Env): OptionalBinding[] => (Object.keys(optionalBindings) as OptionalBinding[]).filter((name) => absent(env, name));
+
+export const bindingPurpose = (name: BindingName) => purposes[name].for;
 
 /** How to bring a database up to the code, deployed or local. */
 export const MIGRATE_HINT =

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { bindingPurpose, missingBindings, missingSchemaObject, neededBindings } from "../errors/configuration";
+import { bindingPurpose, missingBindings, missingOptionalBindings, missingSchemaObject, neededBindings } from "../errors/configuration";
 import { ApiError } from "../errors/api-error";
 import { rateLimited, requestIdHeader } from "../errors/openapi";
 import { publicLimitWait } from "../middleware/client-ip";
@@ -33,7 +33,7 @@ const HealthSchema = z
       .openapi({
         description: [
           "Each check (one `HealthCheck` schema, so a generated client types them alike):",
-          "`bindings`: every binding this configuration needs is declared.",
+          "`bindings`: every binding this configuration needs is declared (`failed` names those missing); a `warning` for a missing ASSETS, which only /docs needs (its script then answers 503).",
           "`database`: a migrated database: every table and column the code uses is there (a deploy without its migrations fails it).",
           "`links`: the origin of the links put in mail (PUBLIC_BASE_URL): `failed` when it is not an http(s) origin (a path, query or fragment; previews, test sends and sends then answer 503); a `warning` while a real integration is configured and it is not a public https origin (mailbox providers offer one-click unsubscribe only for https, and recipients could not reach a local one).",
           "`resend`: the Resend integration's configuration: `failed` for a RESEND_BASE_URL that is not an http(s) URL or a malformed RESEND_WEBHOOK_SECRET; a `warning` for an unset RESEND_WEBHOOK_SECRET (no bounce or complaint is ever received) or one whose key is under 16 bytes or a RESEND_MAX_RPS that is not a positive number or is above 100.",
@@ -153,10 +153,14 @@ export const healthHandler = async (c: Context<AppEnv>) => {
     });
   }
   const missing = missingBindings(c.env);
+  const optional = missingOptionalBindings(c.env);
+  const named = (names: Parameters<typeof bindingPurpose>[0][]) => names.map((m) => `${m} (${bindingPurpose(m)})`).join(", ");
   const bindings: Health["checks"]["bindings"] =
-    missing.length === 0
-      ? { status: "ok", message: `present: ${neededBindings(c.env).join(", ")}` }
-      : { status: "failed", message: `missing: ${missing.map((m) => `${m} (${bindingPurpose(m)})`).join(", ")}; declare them in wrangler.toml` };
+    missing.length > 0
+      ? { status: "failed", message: `missing: ${named([...missing, ...optional])}; declare them in wrangler.toml` }
+      : optional.length > 0
+        ? { status: "warning", message: `missing: ${named(optional)}; the routes that need it answer 503 until it is declared in wrangler.toml` }
+        : { status: "ok", message: `present: ${neededBindings(c.env).join(", ")}` };
   const database: Check = missing.includes("DB") ? { status: "failed", message: "no DB binding" } : await databaseCheck(c);
   const checks = { bindings, database, links: linksCheck(c), resend: resendCheck(c.env), secrets: secretsCheck(c.env) };
   const ok = Object.values(checks).every((check) => check.status !== "failed");
