@@ -54,6 +54,7 @@ const expectPageHeaders = (res: ApiResponse) => {
   expect(res.headers.get("cache-control")).toBe("no-store");
   expect(res.headers.get("referrer-policy")).toBe("no-referrer");
   expect(res.headers.get("x-robots-tag")).toBe("noindex");
+  expect(res.headers.get("x-content-type-options")).toBe("nosniff");
 };
 
 /** Self-contained: no script, no external resource of any kind. */
@@ -138,6 +139,24 @@ describe("POST /u/{token}", () => {
     expect(again.text).toBe(res.text);
     expect(await subscriberOf(t, r.subscriberId)).toEqual(after);
     expect((await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at).toBe(recorded);
+  });
+
+  it("writes nothing when any part of the write fails: the delivery's unsubscribed_at and the status change together or not at all", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    // The subscriber's half of the batch fails (as a D1 error mid-batch would).
+    await env.DB.exec("CREATE TRIGGER refuse_status BEFORE UPDATE OF status ON subscribers BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const failed = await oneClick(r.token);
+    expect(failed.status).toBe(500);
+    expect((await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at).toBeNull();
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("active");
+    expect((await t.call("GET", `${t.ws}/events?type=subscriber.unsubscribed`)).body.data).toEqual([]);
+
+    await env.DB.exec("DROP TRIGGER refuse_status");
+    expect((await oneClick(r.token)).status).toBe(200);
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("unsubscribed");
+    expect((await delivery(r.campaignId, r.subscriberId))!.unsubscribed_at).toBeGreaterThan(0);
   });
 
   it("accepts an empty body, a multipart one-click, one ending in a line break and the page's own form", async () => {
@@ -326,7 +345,13 @@ describe("links rendered outside a send", () => {
     expect(shown.status).toBe(200);
     expect(shown.text).toContain("Unsubscribe from this newsletter?");
     expect(shown.text).not.toContain("subscribe again");
-    expect((await oneClick(path.slice(3))).status).toBe(200);
+    const done = await oneClick(path.slice(3));
+    expect(done.status).toBe(200);
+    expect((await subscriberOf(t, created.body.data.id)).status).toBe("unsubscribed");
+    // No message of the campaign reached them: neither the confirmation nor the route offers a way back.
+    expect(done.text).not.toContain("/resubscribe");
+    expect((await page("GET", path)).text).not.toContain("/resubscribe");
+    expect((await page("POST", `${path}/resubscribe`, { raw: "List-Unsubscribe=One-Click", headers: ONE_CLICK })).status).toBe(409);
     expect((await subscriberOf(t, created.body.data.id)).status).toBe("unsubscribed");
   });
 
@@ -428,5 +453,18 @@ describe("links that name nothing", () => {
     // The seconds left in the window, not the whole period.
     expect([before, secondsLeftInWindow(60, Date.now())]).toContain(Number(limited.headers.get("retry-after")));
     expect((await page("GET", `/u/${r.token}`)).status).toBe(200);
+  });
+
+  it("limits the one-click POST too: the request that changes state has the same per-IP budget", async () => {
+    const t = await tenant();
+    const r = await recipient(t);
+    const busy = { "cf-connecting-ip": "203.0.113.8" };
+    const statuses: number[] = [];
+    for (let i = 0; i < 81 && !statuses.includes(429); i++) statuses.push((await oneClick(r.token, busy)).status);
+    expect(statuses.slice(0, 40).every((s) => s === 200), statuses.join(",")).toBe(true);
+    expect(statuses).toContain(429);
+    // A limited one-click is refused, not queued: the first one (within the budget) did the work.
+    expect((await subscriberOf(t, r.subscriberId)).status).toBe("unsubscribed");
+    expect((await oneClick(r.token, { "cf-connecting-ip": "203.0.113.9" })).status).toBe(200);
   });
 });

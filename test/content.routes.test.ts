@@ -81,7 +81,15 @@ describe("campaign content over the API", () => {
     expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: {} }), 400, "validation_failed");
     expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { bogus: 1 } }), 400, "validation_failed", "bogus");
     expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { segment_id: "seg_nothing" } }), 400, "resource_missing", "segment_id");
-    expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { text: "{{ nope }}" } }), 400, "validation_failed", "text");
+    // Every template is checked when edited, as when created: nothing broken is saved to fail at send time.
+    for (const [field, source] of [["subject", "{% if x %}"], ["preheader", "{{ subscriber.nmae }}"], ["html", "<p>{{ subscriber.nmae }}</p>"], ["text", "{{ nope }}"]] as const) {
+      expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { [field]: source } }), 400, "validation_failed", field);
+    }
+    // Text that is not UTF-8 (a lone surrogate) is refused in a template as anywhere else.
+    expectError(await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { html: "<p>\ud800</p>" } }), 400, "validation_failed", "html");
+    const { newsletter_id } = (await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data;
+    expectError(await t.call("POST", `${t.ws}/campaigns`, { body: { subject: "S", newsletter_id, text: "a\udc00b" } }), 400, "validation_failed", "text");
+    expect((await t.call("GET", `${t.ws}/campaigns/${c.id}`)).body.data).toMatchObject({ html: HTML, subject: "New {{ subscriber.email }}", preheader: null, text: null });
     expectError(await t.call("PATCH", `${t.ws}/campaigns/cmp_0000000000000000000000000A`, { body: { subject: "x" } }), 404, "not_found");
     const segment = await createSegment(t, { tags_any: ["vip"] });
     const withSegment = await t.call("PATCH", `${t.ws}/campaigns/${c.id}`, { body: { segment_id: segment.id, preheader: "Pre" } });

@@ -74,14 +74,17 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
   it("sends every subscriber exactly the message its preview shows (one rendering path)", async () => {
     const h = await harness("live");
     const [first, second] = await seedSubscribers(h.t.workspace.id, 2);
-    await env.DB.prepare("UPDATE subscribers SET name = '<i>Ann</i>', tags = '[\"vip\"]', location = 'Oslo' WHERE id = ?").bind(first).run();
+    await env.DB.prepare("UPDATE subscribers SET name = '<i>Ann</i>', tags = '[\"vip\"]', location = 'Oslo', source = 'import' WHERE id = ?").bind(first).run();
     const resend = mockResend();
-    const newsletter = await createNewsletter(h.t, { reply_to: "editor@example.com" });
+    const newsletter = await createNewsletter(h.t, { reply_to: "editor@example.com", address: "1 Main St, Oslo" });
+    // Every variable a template can read, so that each reaches the preview as it reaches the message.
+    const everyVariable =
+      "<p>{{ subscriber.email }} {{ subscriber.source }} {{ campaign.subject }} {{ newsletter.name }} {{ newsletter.address }} {{ unsubscribe_url }}</p>";
     const campaign = await createCampaign(h.t, {
       newsletter_id: newsletter.id,
       subject: "{{ subscriber.name | default: 'Friend' }}, your notes",
       preheader: "From {{ subscriber.location | default: 'anywhere' }}",
-      html: '<html><body><p>Hi {{ subscriber.name }}</p>{% for t in subscriber.tags %}<b>{{ t | upcase }}</b>{% endfor %}<a href="https://example.com">Read</a></body></html>',
+      html: `<html><body><p>Hi {{ subscriber.name }}</p>{% for t in subscriber.tags %}<b>{{ t | upcase }}</b>{% endfor %}${everyVariable}<a href="https://example.com">Read</a></body></html>`,
     });
     await send(h.t, campaign.id, { integration_slug: "resend" });
     await h.drain();
@@ -102,6 +105,7 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     const ann = received.find((r) => r.subject === "<i>Ann</i>, your notes");
     expect(ann?.html).toContain("<p>Hi &lt;i&gt;Ann&lt;/i&gt;</p><b>VIP</b>");
     expect(ann?.html).toContain(">From Oslo\n&#847;&zwnj;&nbsp;");
+    expect(ann?.html).toMatch(/<p>\S+@\S+ import &lt;i&gt;Ann&lt;\/i&gt;, your notes \S+ 1 Main St, Oslo https?:\/\/\S+\/u\/\S+<\/p>/);
     expect(received.find((r) => r.subject === "Friend, your notes")?.text).toContain("Read <https://example.com>");
   });
 
