@@ -1,7 +1,9 @@
 // A local stand-in for Resend's API, for the benchmark: POST /emails/batch with Resend's rate limit
 // (429 + Retry-After past `rps` requests in any second), idempotency keys (the same key answers as
 // before and sends nothing again), injectable 500s, timeouts (the batch is accepted, the answer never
-// comes) and per-message rejections, and a count of every message it accepted per recipient.
+// comes) and per-message rejections, and a count of every message it accepted per recipient. With
+// `keep`, it also keeps each accepted message whole, read back with `GET /messages` (the Node tests
+// open links from the message a send delivered).
 //
 // 500s and timeouts come at exactly their rates, on a fixed schedule of the requests within the limit
 // (a rate of 5% answers the 10th, 30th, 50th… request 500; 2% leaves the 37th, 87th… unanswered),
@@ -9,7 +11,7 @@
 // 4 to 12 faults into a 10,000-recipient send and the run's figure would mostly measure that.
 import { createServer } from "node:http";
 
-export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0, rejectRate = 0, seed = 1 } = {}) => {
+export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0, rejectRate = 0, seed = 1, keep = false } = {}) => {
   // A small deterministic generator, so runs inject the same faults in the same order.
   let state = seed >>> 0;
   const random = () => {
@@ -27,6 +29,7 @@ export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0,
   let counted = 0;
   const stats = { requests: 0, tooMany: 0, errors: 0, timeouts: 0, replays: 0, rejected: 0, accepted: 0 };
   const copies = new Map();
+  const kept = [];
   const answered = new Map();
   const starts = [];
   /** Every request's arrival (ms since the first) and answer, for the time-over-floor breakdown. */
@@ -44,6 +47,7 @@ export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0,
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
+      if (keep && req.method === "GET" && req.url === "/messages") return send(res, 200, { data: kept });
       if (req.method !== "POST" || req.url !== "/emails/batch") return send(res, 404, { name: "not_found", message: "Not found" });
       stats.requests++;
       const now = Date.now();
@@ -79,6 +83,7 @@ export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0,
           stats.accepted++;
           for (const to of m.to) copies.set(to, (copies.get(to) ?? 0) + 1);
           data.push({ id: `re_${++nextId}` });
+          if (keep) kept.push({ id: `re_${nextId}`, ...m });
         });
         result = { data, errors };
         if (key) answered.set(key, result);

@@ -4,6 +4,7 @@ import { launchChromium, offlineContext, screenshotPath } from "./harness/browse
 import { ADMIN_TOKEN } from "./harness/worker";
 
 const origin = inject("workerOrigin");
+const resendOrigin = inject("resendOrigin");
 let launched: Promise<Browser> | undefined;
 const browser = () => (launched ??= launchChromium());
 
@@ -38,13 +39,12 @@ const api = async (token: string, method: string, path: string, body: unknown, e
 };
 
 /**
- * A real send (the sandbox records every message it would deliver), then the recipient's own message
- * as the send composed it: the preview renders with the same code and the same signed token, so its
- * List-Unsubscribe URL is the one in the delivered message's headers and footer.
+ * A real send through the local Resend stand-in (a live credential: the `resend` integration), then the
+ * recipient's message as the stand-in received it: its List-Unsubscribe header and its footer link.
  */
 const sentMessage = async () => {
   const workspace = await api(ADMIN_TOKEN, "POST", "/admin/workspaces", { name: "Browser Co" }, 201);
-  const { token } = await api(ADMIN_TOKEN, "POST", "/admin/credentials", { mode: "test", workspace_ids: [workspace.id] }, 201);
+  const { token } = await api(ADMIN_TOKEN, "POST", "/admin/credentials", { mode: "live", workspace_ids: [workspace.id] }, 201);
   const ws = `/v1/workspaces/${workspace.id}`;
   const newsletter = await api(token, "POST", `${ws}/newsletters`, {
     name: "The Field Notes",
@@ -57,7 +57,7 @@ const sentMessage = async () => {
     subject: "Notes for {{ subscriber.name }}",
     html: "<h1>Hello {{ subscriber.name }}</h1><p>This week's notes.</p>",
   }, 201);
-  await api(token, "POST", `${ws}/campaigns/${campaign.id}/send`, {}, 202);
+  await api(token, "POST", `${ws}/campaigns/${campaign.id}/send`, { integration_slug: "resend" }, 202);
   const deadline = Date.now() + 20_000;
   let status = "";
   while (Date.now() < deadline && status !== "sent") {
@@ -65,15 +65,14 @@ const sentMessage = async () => {
     if (status !== "sent") await new Promise((resolve) => setTimeout(resolve, 100));
   }
   expect(status, "the campaign's send finished").toBe("sent");
-  const deliveries = await fetch(`${origin}${ws}/campaigns/${campaign.id}/deliveries`, { headers: { authorization: `Bearer ${token}` } });
-  const page = (await deliveries.json()) as { data: { subscriber_id: string; status: string }[] };
-  expect(page.data.map((d) => d.subscriber_id)).toEqual([subscriber.id]);
-  const message = await api(token, "POST", `${ws}/campaigns/${campaign.id}/preview`, { subscriber_id: subscriber.id }, 200);
-  const header = message.headers["List-Unsubscribe"] as string;
-  expect(message.headers["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
-  const link = new URL(header.slice(1, -1));
+  const received = (await (await fetch(`${resendOrigin}/messages`)).json()) as { data: { to: string[]; subject: string; html: string; headers: Record<string, string> }[] };
+  const messages = received.data.filter((m) => m.subject === "Notes for Margaret");
+  expect(messages.map((m) => m.to)).toEqual([["margaret.hamilton@example.com"]]);
+  const [message] = messages;
+  expect(message!.headers["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
+  const link = new URL(message!.headers["List-Unsubscribe"]!.slice(1, -1));
   // The footer links to the same page as the header.
-  expect(message.html).toContain(link.pathname);
+  expect(message!.html).toContain(link.pathname);
   return { token, ws, subscriberId: subscriber.id as string, path: link.pathname };
 };
 
