@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { accepts, mutated, resolve, valueArbitrary, type Document, type Schema } from "./openapi/arbitraries";
+import { accepts, everyStringNearMiss, mutated, resolve, valueArbitrary, type Document, type Schema } from "./openapi/arbitraries";
 import { admin, call, type ApiResponse, tenant } from "./helpers";
 
 // Deterministic and bounded: the same draws on every run, a few hundred requests in all.
@@ -23,6 +23,20 @@ const operation = (path: string, method: string) => {
   return op;
 };
 
+/** What is wrong when the service's answer to `input` does not match the document's verdict; undefined when it does. */
+const disagreementOf = <T>(
+  input: T,
+  documentAccepts: boolean,
+  res: ApiResponse,
+  rejectionCodes: string[],
+  refusedByDeployment: (input: T, res: ApiResponse) => boolean,
+): string | undefined => {
+  if (documentAccepts && refusedByDeployment(input, res)) return undefined;
+  const serviceRejects = res.status === 400 && rejectionCodes.includes(res.body?.error?.code);
+  if (documentAccepts !== serviceRejects) return undefined;
+  return `the document ${documentAccepts ? "accepts" : "rejects"} ${abridged(JSON.stringify(input))}; the service answered ${res.status} ${res.text}`;
+};
+
 /**
  * Draws inputs from the document's schema, half of them changed by one near miss, and holds the
  * service to the document: what the schema accepts is never a 400 validation_failed (the request may
@@ -41,18 +55,9 @@ const agree = async <T>(
   await fc.assert(
     fc.asyncProperty(arbitrary, async (input) => {
       const documentAccepts = valid(decode(input));
-      const res = await send(input);
-      if (documentAccepts && refusedByDeployment(input, res)) {
-        seen.accepted++;
-        return;
-      }
-      const serviceRejects = res.status === 400 && rejectionCodes.includes(res.body?.error?.code);
       seen[documentAccepts ? "accepted" : "rejected"]++;
-      if (documentAccepts === serviceRejects) {
-        throw new Error(
-          `the document ${documentAccepts ? "accepts" : "rejects"} ${abridged(JSON.stringify(input))}; the service answered ${res.status} ${res.text}`,
-        );
-      }
+      const disagreement = disagreementOf(input, documentAccepts, await send(input), rejectionCodes, refusedByDeployment);
+      if (disagreement) throw new Error(disagreement);
     }),
     { seed: SEED, numRuns: RUNS, endOnFailure: true },
   );
@@ -71,6 +76,16 @@ const bodyCheck = async (
   const schema = resolve(doc, operation(path, method).requestBody?.content["application/json"]?.schema as Schema);
   const drawn = valueArbitrary(schema);
   await agree(schema, fc.oneof(drawn, drawn.chain(mutated)), (body) => body, send, rejectionCodes, refusedByDeployment);
+  // Then each string near miss in each string field of the fullest accepted body drawn.
+  const valid = accepts(schema);
+  const fullest = fc
+    .sample(drawn, { seed: SEED, numRuns: 40 })
+    .filter((body) => valid(body))
+    .sort((a, b) => JSON.stringify(b).length - JSON.stringify(a).length)[0];
+  if (fullest === undefined) throw new Error(`no accepted body drawn for ${method.toUpperCase()} ${path}`);
+  for (const body of everyStringNearMiss(fullest)) {
+    expect(disagreementOf(body, valid(body), await send(body), rejectionCodes ?? ["validation_failed"], refusedByDeployment ?? (() => false))).toBeUndefined();
+  }
 };
 
 /**

@@ -209,6 +209,12 @@ export const nearMissValues: unknown[] = [
   { tags_all: null },
   "not-an-email",
   "a@-example.com",
+  // One past a limit the document states as a pattern: a 65-character local part, a 64-character label.
+  `${"l".repeat(65)}@example.com`,
+  `a@${"d".repeat(64)}.example`,
+  // A line break inside otherwise valid text (one-line fields refuse it; multi-line ones take it).
+  "first line\nsecond line",
+  "first line\u2028second line",
   "2020-01-01",
 ];
 
@@ -233,6 +239,24 @@ const withAt = (value: unknown, path: Path, replace: (node: unknown, parent: unk
   const key = path[path.length - 1] as string | number;
   replace((parent as Record<string | number, unknown>)[key], parent, key);
   return copy;
+};
+
+/**
+ * Every string near miss at every place a string stands in `value`, one at a time: the drawn bodies
+ * meet each near miss somewhere, this meets each one everywhere (a rule of one field, such as a
+ * one-line name, is then never missed by chance).
+ */
+export const everyStringNearMiss = (value: unknown): unknown[] => {
+  const strings = pathsOf(value).filter((path) => path.length > 0 && typeof path.reduce<unknown>((v, k) => (v as Record<string | number, unknown>)[k], value) === "string");
+  return strings.flatMap((path) =>
+    nearMissValues
+      .filter((bad) => typeof bad === "string")
+      .map((bad) =>
+        withAt(value, path, (_node, parent, key) => {
+          (parent as Record<string | number, unknown>)[key] = bad;
+        }),
+      ),
+  );
 };
 
 /** One change to a drawn body: a value replaced by a near miss, a property removed, or an unknown one added. */
