@@ -104,29 +104,37 @@ describe("delivery", () => {
     expect(received).toHaveLength(8);
   });
 
-  it("a redirect is a failure and is not followed; a huge body is not read", async () => {
-    let pulled = 0;
+  it("a redirect is a failure and is not followed; a huge body is not read, after a failure or a success", async () => {
+    const pulled = { failed: 0, succeeded: 0 };
+    /** 64 KiB chunks for as long as they are asked for (10 MB would be 160). */
+    const endless = (kind: keyof typeof pulled) =>
+      new ReadableStream({
+        pull(controller) {
+          pulled[kind]++;
+          controller.enqueue(new Uint8Array(64 * 1024).fill(65));
+        },
+      });
     const { received } = receiver((req) =>
       req.url.endsWith("/redirect")
-        ? new Response(null, { status: 301, headers: { location: "https://elsewhere.example.test/" } })
-        : new Response(
-            new ReadableStream({
-              pull(controller) {
-                pulled++;
-                controller.enqueue(new Uint8Array(64 * 1024).fill(65));
-              },
-            }),
-            { status: 500 },
-          ),
+        ? new Response(null, { status: 301, headers: { location: `${RECEIVER}/followed` } })
+        : req.url.endsWith("/followed")
+          ? new Response(null, { status: 204 })
+          : new Response(endless(req.url.endsWith("/huge-ok") ? "succeeded" : "failed"), { status: req.url.endsWith("/huge-ok") ? 200 : 500 }),
     );
     const t = await tenant();
     const redirecting = await createEndpoint(t, { url: `${RECEIVER}/redirect` });
     const huge = await createEndpoint(t, { url: `${RECEIVER}/huge` });
+    const hugeOk = await createEndpoint(t, { url: `${RECEIVER}/huge-ok` });
     const eventId = await seedEvent(t.workspace.id);
     const queue = new CapturedQueue();
     await consume(queue, [{ type: "dispatch", event_id: eventId }]);
     await consume(queue, queue.messages.map((m) => m.body));
-    expect(received.map((r) => r.url).sort()).toEqual([`${RECEIVER}/huge`, `${RECEIVER}/redirect`]);
+    // The redirect's target was never asked.
+    expect(received.map((r) => r.url).sort()).toEqual([`${RECEIVER}/huge`, `${RECEIVER}/huge-ok`, `${RECEIVER}/redirect`]);
+    const [ok] = (await t.call("GET", `${t.ws}/webhook_endpoints/${hugeOk.id}/attempts`)).body.data;
+    expect(ok).toMatchObject({ status: "succeeded", attempts: 1, last_status_code: 200 });
+    // A success's body is cancelled unread: at most what the stream had buffered.
+    expect(pulled.succeeded).toBeLessThanOrEqual(2);
     const [a] = (await t.call("GET", `${t.ws}/webhook_endpoints/${redirecting.id}/attempts`)).body.data;
     expect(a).toMatchObject({ status: "pending", attempts: 1, last_status_code: 301 });
     expect(a.last_error).toContain("redirects are not followed");
@@ -134,7 +142,7 @@ describe("delivery", () => {
     expect(b).toMatchObject({ status: "pending", attempts: 1, last_status_code: 500 });
     expect(b.last_error.length).toBeLessThanOrEqual(500);
     // 10 MB would be 160 chunks: only the first few hundred bytes were read.
-    expect(pulled).toBeLessThanOrEqual(3);
+    expect(pulled.failed).toBeLessThanOrEqual(3);
   });
 
   it("a slow endpoint times out after 10 s without holding up another endpoint's delivery", async () => {
@@ -145,12 +153,25 @@ describe("delivery", () => {
         finished.fast = Date.now() - started;
         return new Response(null, { status: 200 });
       }
+      // An error whose body starts and then never ends (nor errors): the try's time ends the reading.
+      if (req.url.endsWith("/stalled")) {
+        return new Response(
+          new ReadableStream({
+            start(controller) {
+              controller.enqueue(new TextEncoder().encode("overloaded"));
+            },
+            pull: () => new Promise<void>(() => {}),
+          }),
+          { status: 503 },
+        );
+      }
       // Never answers: only the try's own timeout ends it.
       return new Promise<Response>((_, reject) => signal?.addEventListener("abort", () => reject(signal.reason)));
     });
     const t = await tenant();
     const slow = await createEndpoint(t, { url: `${RECEIVER}/slow` });
     const fast = await createEndpoint(t, { url: `${RECEIVER}/fast` });
+    const stalled = await createEndpoint(t, { url: `${RECEIVER}/stalled` });
     const eventId = await seedEvent(t.workspace.id);
     const queue = new CapturedQueue();
     await consume(queue, [{ type: "dispatch", event_id: eventId }]);
@@ -162,6 +183,8 @@ describe("delivery", () => {
     expect(s).toMatchObject({ status: "pending", attempts: 1, last_status_code: null, last_error: "no answer within 10 s" });
     const [f] = (await t.call("GET", `${t.ws}/webhook_endpoints/${fast.id}/attempts`)).body.data;
     expect(f).toMatchObject({ status: "succeeded", attempts: 1 });
+    const [st] = (await t.call("GET", `${t.ws}/webhook_endpoints/${stalled.id}/attempts`)).body.data;
+    expect(st).toMatchObject({ status: "pending", attempts: 1, last_status_code: 503, last_error: "HTTP 503: overloaded" });
   }, 20_000);
 
   it("a disabled or deleted endpoint receives nothing more: its pending retries end failed", async () => {

@@ -11,7 +11,8 @@ export type Received = { url: string; headers: Record<string, string>; body: str
 
 /**
  * A receiver behind `fetch` (the worker's only way out): requests to `RECEIVER…` are recorded and
- * answered by `answer` (default 204); anything else goes to the real fetch.
+ * answered by `answer` (default 204), redirects followed as fetch follows them unless the request asks
+ * for `redirect: "manual"`; anything else goes to the real fetch.
  */
 export const receiver = (answer: (req: Received, signal?: AbortSignal) => Response | Promise<Response> = () => new Response(null, { status: 204 })) => {
   const received: Received[] = [];
@@ -21,7 +22,11 @@ export const receiver = (answer: (req: Received, signal?: AbortSignal) => Respon
     if (!url.startsWith(RECEIVER)) return original(input, init);
     const req = { url, headers: { ...(init?.headers as Record<string, string>) }, body: String(init?.body) };
     received.push(req);
-    return answer(req, init?.signal ?? undefined);
+    const res = await answer(req, init?.signal ?? undefined);
+    // As fetch does: a redirect is followed unless the request says otherwise.
+    const location = res.headers.get("location");
+    if (res.status >= 300 && res.status < 400 && location && (init?.redirect ?? "follow") === "follow") return globalThis.fetch(location, init);
+    return res;
   });
   return { received, spy };
 };
