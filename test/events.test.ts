@@ -126,6 +126,20 @@ describe("the outbox", () => {
     expect((await h.t.call("POST", `${path}/archive`)).body.data.status).toBe("archived");
     expect(await storedEvents(h.t.workspace.id)).toEqual([]);
   });
+
+  it("a scheduled send writes campaign.sending when it starts, then campaign.sent", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 2);
+    const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 1_000).toISOString() });
+    expect((await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/send`, {})).status).toBe(202);
+    expect(await storedEvents(h.t.workspace.id)).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await h.step(); // the start, now due
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("sending");
+    expect((await storedEvents(h.t.workspace.id)).map((e) => e.type)).toEqual(["campaign.sending"]);
+    await h.drain();
+    expect((await storedEvents(h.t.workspace.id)).map((e) => e.type)).toEqual(["campaign.sending", "campaign.sent"]);
+  });
 });
 
 describe("outboxStatement, for any raw D1 batch", () => {

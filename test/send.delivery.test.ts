@@ -247,6 +247,14 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     const retries = warned.map((line) => JSON.parse(line)).filter((line) => line.event === "delivery_retry");
     expect(retries).toHaveLength(MAX_DELIVERY_ATTEMPTS - 1);
     expect(retries[0]).toMatchObject({ level: "warn", operation_id: op.id, deliveries: 2, attempt: 1, retry_after_seconds: expect.any(Number), error: { message: expect.stringContaining("Resend answered 500") } });
+    // With backoff: the message waits 2, 4, 8, 16 s after its attempts 1 to 4 (exponential, at most 300 s)…
+    expect(retries.map((line) => line.retry_after_seconds)).toEqual([2, 4, 8, 16]);
+    // …and within a step, the tries after a 5xx are 250 ms, then 500 ms apart.
+    for (let step = 0; step < MAX_DELIVERY_ATTEMPTS; step++) {
+      const [first, second, third] = resend.calls.slice(step * TRIES_PER_STEP, (step + 1) * TRIES_PER_STEP).map((c) => c.at);
+      expect(second! - first!, `step ${step + 1}`).toBeGreaterThanOrEqual(240);
+      expect(third! - second!, `step ${step + 1}`).toBeGreaterThanOrEqual(490);
+    }
     for (const d of await allDeliveries(h.t, campaign.id)) {
       expect(d).toMatchObject({ status: "failed", attempts: MAX_DELIVERY_ATTEMPTS, error: { code: "outcome_unknown", message: expect.stringContaining("Resend answered 500") } });
     }
@@ -256,6 +264,11 @@ describe("delivery through Resend (live credential, mocked provider)", () => {
     expect(final.completed_at).toMatch(/Z$/);
     const cmp = await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`);
     expect(cmp.body.data).toMatchObject({ status: "failed", sent_at: null });
+    // The end is reported once, as a failure.
+    const ended = (await h.t.call("GET", `${h.t.ws}/events?limit=100`)).body.data.filter((e: { type: string }) => e.type === "campaign.sent" || e.type === "campaign.failed");
+    expect(ended.map((e: { type: string; data: { object: { id: string; status: string } } }) => [e.type, e.data.object.id, e.data.object.status])).toEqual([
+      ["campaign.failed", campaign.id, "failed"],
+    ]);
   });
 
   it("gives up on a provider answering 429 forever: nothing was taken, so the deliveries fail with the 429 after their last attempt", async () => {

@@ -46,6 +46,9 @@ describe("queue edges", () => {
     expect(final.error.code).toBe("send_step_exhausted");
     expect(final.completed_at).not.toBeNull();
     expect((await h.t.call("GET", `${h.t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("failed");
+    // Reported once, as a failure.
+    const ended = (await h.t.call("GET", `${h.t.ws}/events?limit=100`)).body.data.filter((e: { type: string }) => e.type === "campaign.sent" || e.type === "campaign.failed");
+    expect(ended.map((e: { type: string; data: { object: { id: string } } }) => [e.type, e.data.object.id])).toEqual([["campaign.failed", campaign.id]]);
   });
 
   it("canceling a sending campaign stops its send: the rest of the audience is never mailed, the campaign and its send end failed", async () => {

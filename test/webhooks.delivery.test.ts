@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { RETRY_DELAYS_SECONDS } from "../src/webhooks/messages";
+import { RETRY_DELAYS_SECONDS, WEBHOOK_DEAD_LETTER_QUEUE } from "../src/webhooks/messages";
 import { ulid } from "ulidx";
 import { EVENT_TTL_MS, SWEEP_TAKE, sweepWebhooks } from "../src/webhooks/sweep";
 import { tenant } from "./helpers";
@@ -186,6 +186,27 @@ describe("delivery", () => {
     const [st] = (await t.call("GET", `${t.ws}/webhook_endpoints/${stalled.id}/attempts`)).body.data;
     expect(st).toMatchObject({ status: "pending", attempts: 1, last_status_code: 503, last_error: "HTTP 503: overloaded" });
   }, 20_000);
+
+  it("a try dead-lettered by the queue ends its attempt failed, without posting (it would otherwise wait for the sweeper for ever)", async () => {
+    const { received } = receiver(() => new Response(null, { status: 500 }));
+    const t = await tenant();
+    const endpoint = await createEndpoint(t);
+    const eventId = await seedEvent(t.workspace.id);
+    const queue = new CapturedQueue();
+    await consume(queue, [{ type: "dispatch", event_id: eventId }]);
+    await consume(queue, [queue.messages.at(-1)!.body]); // the first try fails: a retry is queued
+    expect(received).toHaveLength(1);
+    const retry = queue.messages.at(-1)!.body;
+    expect(retry).toMatchObject({ type: "deliver" });
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const [dead, malformed] = await consume(queue, [retry, { type: "nonsense" }], {}, WEBHOOK_DEAD_LETTER_QUEUE);
+    expect(dead!.ack).toHaveBeenCalled();
+    expect(malformed!.ack).toHaveBeenCalled();
+    expect(received).toHaveLength(1);
+    const [attempt] = (await t.call("GET", `${t.ws}/webhook_endpoints/${endpoint.id}/attempts`)).body.data;
+    expect(attempt).toMatchObject({ status: "failed", attempts: 1 });
+    expect(attempt.last_error).toContain("could not be processed");
+  });
 
   it("a disabled or deleted endpoint receives nothing more: its pending retries end failed", async () => {
     const { received } = receiver(() => new Response(null, { status: 500 }));

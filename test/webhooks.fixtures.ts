@@ -70,7 +70,7 @@ const endpointSnapshot = (at: number) =>
 type FakeMessage = { id: string; body: unknown; attempts: number; ack: ReturnType<typeof vi.fn>; retry: ReturnType<typeof vi.fn> };
 
 /** Runs the webhook consumer over `bodies` as one batch, with `queue` standing for the webhook queue. */
-export const consume = async (queue: CapturedQueue, bodies: unknown[], overrides: Partial<Env> = {}) => {
+export const consume = async (queue: CapturedQueue, bodies: unknown[], overrides: Partial<Env> = {}, from: string = WEBHOOK_QUEUE) => {
   const messages: FakeMessage[] = bodies.map((body, i) => ({
     id: `msg-${i}`,
     timestamp: new Date(),
@@ -79,7 +79,7 @@ export const consume = async (queue: CapturedQueue, bodies: unknown[], overrides
     ack: vi.fn(),
     retry: vi.fn(),
   }));
-  const batch = { queue: WEBHOOK_QUEUE, messages, ackAll: vi.fn(), retryAll: vi.fn() } as unknown as MessageBatch<unknown>;
+  const batch = { queue: from, messages, ackAll: vi.fn(), retryAll: vi.fn() } as unknown as MessageBatch<unknown>;
   await handleWebhookBatch(batch, { ...env, ...overrides, WEBHOOK_QUEUE: queue.asBinding() });
   return messages;
 };
