@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // `npm run dev`: local secrets, migrations, `wrangler dev`, then a working demo credential printed.
+// On a Node older than wrangler needs, the first import stops it with the one line `npm ci` printed.
+import "./check-node.mjs";
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
