@@ -19,4 +19,6 @@ export declare const startMockResend: (options?: {
   seed?: number;
   /** Keep every accepted message whole, for `GET /messages`. */
   keep?: boolean;
+  /** The port on 127.0.0.1 (default: a free one). */
+  port?: number;
 }) => Promise<MockResend>;

@@ -10,8 +10,9 @@
 // so every run meets the same faults in the same proportion; random draws would put anywhere from
 // 4 to 12 faults into a 10,000-recipient send and the run's figure would mostly measure that.
 import { createServer } from "node:http";
+import { pathToFileURL } from "node:url";
 
-export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0, rejectRate = 0, seed = 1, keep = false } = {}) => {
+export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0, rejectRate = 0, seed = 1, keep = false, port: listenOn = 0 } = {}) => {
   // A small deterministic generator, so runs inject the same faults in the same order.
   let state = seed >>> 0;
   const random = () => {
@@ -98,7 +99,7 @@ export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0,
       send(res, 200, result);
     });
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise((resolve) => server.listen(listenOn, "127.0.0.1", resolve));
   const { port } = server.address();
   return {
     url: `http://127.0.0.1:${port}`,
@@ -128,3 +129,10 @@ export const startMockResend = async ({ rps = 2, errorRate = 0, timeoutRate = 0,
       }),
   };
 };
+
+// `node bench/lib/mock-resend.mjs [port] [rps]`: the stand-in on its own (default 127.0.0.1:8788, 2 requests
+// a second), keeping every message, for `npm run dev` with RESEND_BASE_URL pointing at it (README).
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const mock = await startMockResend({ port: Number(process.argv[2] ?? 8788), rps: Number(process.argv[3] ?? 2), keep: true });
+  console.log(`Resend stand-in at ${mock.url}: POST /emails/batch, GET /messages lists what it accepted`);
+}
