@@ -187,16 +187,22 @@ describe("delivery", () => {
     expect(st).toMatchObject({ status: "pending", attempts: 1, last_status_code: 503, last_error: "HTTP 503: overloaded" });
   }, 20_000);
 
-  it("a try dead-lettered by the queue ends its attempt failed, without posting (it would otherwise wait for the sweeper for ever)", async () => {
+  it("a stale copy of a try does nothing; a try dead-lettered by the queue ends its attempt failed, without posting", async () => {
     const { received } = receiver(() => new Response(null, { status: 500 }));
     const t = await tenant();
     const endpoint = await createEndpoint(t);
     const eventId = await seedEvent(t.workspace.id);
     const queue = new CapturedQueue();
     await consume(queue, [{ type: "dispatch", event_id: eventId }]);
-    await consume(queue, [queue.messages.at(-1)!.body]); // the first try fails: a retry is queued
+    const firstTry = queue.messages.at(-1)!.body;
+    await consume(queue, [firstTry]); // the first try fails: a retry is queued
     expect(received).toHaveLength(1);
     const retry = queue.messages.at(-1)!.body;
+    // A stale copy of the first try (a queue delivers at least once) posts nothing and queues nothing.
+    const queued = queue.messages.length;
+    await consume(queue, [firstTry]);
+    expect(received).toHaveLength(1);
+    expect(queue.messages).toHaveLength(queued);
     expect(retry).toMatchObject({ type: "deliver" });
     vi.spyOn(console, "error").mockImplementation(() => {});
     const [dead, malformed] = await consume(queue, [retry, { type: "nonsense" }], {}, WEBHOOK_DEAD_LETTER_QUEUE);
