@@ -11,6 +11,9 @@ describe("operator API", () => {
     expectError(wrong, 401, "invalid_credential");
     expect(wrong.headers.get("www-authenticate")).toBe('Bearer realm="newsletter-operator", error="invalid_token"');
     expect(wrong.body.error.message).toBe("The operator token is wrong");
+    // A part of the token is as wrong as any other.
+    expectError(await call("POST", "/admin/workspaces", { token: ADMIN_TOKEN.slice(0, -1), body: { name: "x" } }), 401, "invalid_credential");
+    expectError(await call("POST", "/admin/workspaces", { token: ADMIN_TOKEN.slice(1), body: { name: "x" } }), 401, "invalid_credential");
     // The right token without its scheme is not called wrong: the message says how to send it.
     const bare = await call("POST", "/admin/workspaces", { headers: { authorization: ADMIN_TOKEN }, body: { name: "x" } });
     expectError(bare, 401, "invalid_credential");
@@ -243,6 +246,36 @@ describe("operator API: Idempotency-Key", () => {
     expectError(short, 400, "validation_failed");
     expect(short.body.error.param).toBe("Idempotency-Key");
     expect(await rows("workspaces")).toBe(before + 1);
+  });
+
+  it("keys belong to the operator token: after ADMIN_TOKEN is rotated, a key used before runs anew", async () => {
+    const rotated = "another-admin-token-0123456789abcdef";
+    const before = await call("POST", "/admin/workspaces", { token: ADMIN_TOKEN, body: { name: "Rot" }, headers: { "Idempotency-Key": "rotate-key-01" } });
+    expect(before.status, before.text).toBe(201);
+    const after = await call("POST", "/admin/workspaces", {
+      token: rotated,
+      body: { name: "Rot" },
+      headers: { "Idempotency-Key": "rotate-key-01" },
+      env: { ADMIN_TOKEN: rotated },
+    });
+    expect(after.status, after.text).toBe(201);
+    expect(after.headers.get("idempotent-replayed")).toBeNull();
+    expect(after.body.data.id).not.toBe(before.body.data.id);
+  });
+
+  it("grants a credential every workspace it names, up to the 100 allowed, each once", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) ids.push((await createWorkspace(`W${i}`)).id);
+    const res = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: ids });
+    expect(res.status, res.text).toBe(201);
+    for (const id of [ids[0]!, ids[40]!, ids[99]!]) expect((await call("GET", `/v1/workspaces/${id}`, { token: res.body.data.token })).status, id).toBe(200);
+    const list = await call("GET", "/v1/workspaces?limit=100", { token: res.body.data.token });
+    expect(list.body.data.map((w: { id: string }) => w.id).sort()).toEqual([...ids].sort());
+    expect(list.body.pagination.has_more).toBe(false);
+    // A workspace named twice is granted once.
+    const twice = await admin("POST", "/admin/credentials", { mode: "test", workspace_ids: [ids[0], ids[0]] });
+    expect(twice.status, twice.text).toBe(201);
+    expect(twice.body.data.workspace_ids).toEqual([ids[0]]);
   });
 
   it("a retried credential create gets the same token back, one credential exists, and no stored copy shows the token", async () => {

@@ -249,3 +249,84 @@ describe("rate limiting", () => {
     expect(secondsLeftInWindow(60, 100 * minute + 59_001)).toBe(1);
   });
 });
+
+describe("scopes per route", () => {
+  // The contract's map (API.md "Scopes per route", the README's route tables), kept here by hand: a
+  // route moved to another scope locks out integrations holding exactly the documented one.
+  const expected: Record<string, string> = {
+    "get /workspaces": "workspaces:read",
+    "get /workspaces/{workspace_id}": "workspaces:read",
+    "get /workspaces/{workspace_id}/subscribers": "subscribers:read",
+    "get /workspaces/{workspace_id}/subscribers/{subscriber_id}": "subscribers:read",
+    "post /workspaces/{workspace_id}/subscribers": "subscribers:write",
+    "post /workspaces/{workspace_id}/subscribers/batch": "subscribers:write",
+    "patch /workspaces/{workspace_id}/subscribers/{subscriber_id}": "subscribers:write",
+    "post /workspaces/{workspace_id}/subscribers/{subscriber_id}/confirmation": "subscribers:write",
+    "get /workspaces/{workspace_id}/newsletters": "campaigns:read",
+    "get /workspaces/{workspace_id}/newsletters/{newsletter_id}": "campaigns:read",
+    "post /workspaces/{workspace_id}/newsletters": "campaigns:write",
+    "patch /workspaces/{workspace_id}/newsletters/{newsletter_id}": "campaigns:write",
+    "get /workspaces/{workspace_id}/segments": "campaigns:read",
+    "get /workspaces/{workspace_id}/segments/{segment_id}": "campaigns:read",
+    "post /workspaces/{workspace_id}/segments": "campaigns:write",
+    "get /workspaces/{workspace_id}/campaigns": "campaigns:read",
+    "get /workspaces/{workspace_id}/campaigns/{campaign_id}": "campaigns:read",
+    "post /workspaces/{workspace_id}/campaigns": "campaigns:write",
+    "patch /workspaces/{workspace_id}/campaigns/{campaign_id}": "campaigns:write",
+    "post /workspaces/{workspace_id}/campaigns/{campaign_id}/archive": "campaigns:write",
+    "post /workspaces/{workspace_id}/campaigns/{campaign_id}/preview": "campaigns:read",
+    "post /workspaces/{workspace_id}/campaigns/{campaign_id}/send": "campaigns:send",
+    "post /workspaces/{workspace_id}/campaigns/{campaign_id}/test": "campaigns:send",
+    "post /workspaces/{workspace_id}/campaigns/{campaign_id}/unschedule": "campaigns:send",
+    "post /workspaces/{workspace_id}/campaigns/{campaign_id}/cancel": "campaigns:send",
+    "get /workspaces/{workspace_id}/operations/{operation_id}": "campaigns:read",
+    "get /workspaces/{workspace_id}/campaigns/{campaign_id}/deliveries": "campaigns:read",
+    "get /workspaces/{workspace_id}/campaigns/{campaign_id}/stats": "campaigns:read",
+    "get /workspaces/{workspace_id}/events": "webhooks:read",
+    "get /workspaces/{workspace_id}/events/{event_id}": "webhooks:read",
+    "get /workspaces/{workspace_id}/webhook_endpoints": "webhooks:read",
+    "get /workspaces/{workspace_id}/webhook_endpoints/{endpoint_id}": "webhooks:read",
+    "get /workspaces/{workspace_id}/webhook_endpoints/{endpoint_id}/attempts": "webhooks:read",
+    "post /workspaces/{workspace_id}/webhook_endpoints": "webhooks:write",
+    "patch /workspaces/{workspace_id}/webhook_endpoints/{endpoint_id}": "webhooks:write",
+    "delete /workspaces/{workspace_id}/webhook_endpoints/{endpoint_id}": "webhooks:write",
+    "post /workspaces/{workspace_id}/webhook_endpoints/{endpoint_id}/rotate_secret": "webhooks:write",
+    "post /workspaces/{workspace_id}/webhook_endpoints/{endpoint_id}/test": "webhooks:write",
+  };
+  const allScopes = ["workspaces:read", "subscribers:read", "subscribers:write", "campaigns:read", "campaigns:write", "campaigns:send", "webhooks:read", "webhooks:write"];
+  const placeholders: Record<string, string> = {
+    subscriber_id: "sub_x",
+    newsletter_id: "nl_x",
+    segment_id: "seg_x",
+    campaign_id: "cmp_x",
+    operation_id: "op_x",
+    event_id: "evt_x",
+    endpoint_id: "we_x",
+  };
+
+  it("each route needs the scope the contract names, says so in /openapi.json, and takes a credential holding only that scope", async () => {
+    const doc = (await call("GET", "/openapi.json")).body as { paths: Record<string, Record<string, { description?: string }>> };
+    const documented: Record<string, string> = {};
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      if (!path.startsWith("/workspaces")) continue;
+      for (const [method, operation] of Object.entries(operations)) {
+        documented[`${method} ${path}`] = /Requires scope `([a-z:]+)`/.exec(operation.description ?? "")?.[1] ?? "none";
+      }
+    }
+    expect(documented).toEqual(expected);
+
+    const ws = await createWorkspace("Scoped");
+    for (const [route, scope] of Object.entries(expected)) {
+      const [method, template] = route.split(" ") as [string, string];
+      const path = `/v1${template.replace("{workspace_id}", ws.id).replace(/\{(\w+)\}/g, (_, name: string) => placeholders[name] ?? name)}`;
+      const only = await createCredential([ws.id], { scopes: [scope] });
+      const allBut = await createCredential([ws.id], { scopes: allScopes.filter((s) => s !== scope) });
+      const body = method === "get" || method === "delete" ? undefined : {};
+      const refused = await call(method.toUpperCase(), path, { token: allBut.token, body });
+      expectError(refused, 403, "insufficient_scope");
+      expect(refused.body.error.message, route).toContain(scope);
+      const admitted = await call(method.toUpperCase(), path, { token: only.token, body });
+      expect(admitted.status, `${route}: ${admitted.text}`).not.toBe(403);
+    }
+  });
+});

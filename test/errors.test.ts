@@ -134,6 +134,12 @@ describe("one error shape everywhere", () => {
     const t = await tenant();
     const raw = JSON.stringify({ email: "big@example.com", name: "x".repeat(70 * 1024) });
     expectError(await t.call("POST", `${t.ws}/subscribers`, { raw, headers: { "content-type": "application/json" } }), 413, "payload_too_large");
+    // At the line: 65,536 bytes are read (and answered on their merits), 65,537 are not.
+    const json = JSON.stringify({ email: "edge@example.com" });
+    const exactly = json + " ".repeat(64 * 1024 - json.length);
+    const exact = await t.call("POST", `${t.ws}/subscribers`, { raw: exactly, headers: { "content-type": "application/json" } });
+    expect(exact.status, exact.text).toBe(201);
+    expectError(await t.call("POST", `${t.ws}/subscribers`, { raw: `${exactly} `, headers: { "content-type": "application/json" } }), 413, "payload_too_large");
   });
 
   it("hides unexpected failures behind 500 internal_error without leaking internals", async () => {

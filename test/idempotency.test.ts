@@ -369,6 +369,23 @@ describe("Idempotency-Key with a request in flight", () => {
     expect(await countSubscribers(t.workspace.id)).toBe(1);
   });
 
+  it("a key in flight for one credential does not hold up another credential's request with the same key", async () => {
+    const t = await tenant();
+    const other = await createCredential([t.workspace.id]);
+    // The other credential's token is looked up (and cached) before the gate closes.
+    expect((await call("GET", `${t.ws}/subscribers?limit=1`, { token: other.token })).status).toBe(200);
+    const gate = holdBatches();
+    const slow = t.call("POST", `${t.ws}/subscribers`, withKey("flight-key-1", { email: "one@example.com" }));
+    await vi.waitUntil(() => gate.held() === 1);
+    const second = call("POST", `${t.ws}/subscribers`, { token: other.token, ...withKey("flight-key-1", { email: "two@example.com" }) });
+    await vi.waitUntil(() => gate.held() === 2);
+    gate.open();
+    const [a, b] = await Promise.all([slow, second]);
+    expect(a.status, a.text).toBe(201);
+    expect(b.status, b.text).toBe(201);
+    expect(await countSubscribers(t.workspace.id)).toBe(2);
+  });
+
   it("answers with the request that committed first when another isolate won the key: nothing of its own is written", async () => {
     const t = await tenant();
     const body = { name: "Weekly", from_email: "news@example.com" };

@@ -194,6 +194,7 @@ describe("send over HTTP", () => {
 
   it("needs campaigns:send to send and campaigns:read to read operations and deliveries; hides other workspaces", async () => {
     const t = await tenant();
+    await seedSubscribers(t.workspace.id, 2);
     const campaign = await createCampaign(t);
     const writer = await createCredential([t.workspace.id], { scopes: ["campaigns:read", "campaigns:write"] });
     expectError(await call("POST", `${t.ws}/campaigns/${campaign.id}/send`, { token: writer.token, body: {} }), 403, "insufficient_scope");
@@ -214,6 +215,10 @@ describe("send over HTTP", () => {
     expectError(await t.call("GET", `${t.ws}/operations/op_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 404, "not_found");
     expectError(await t.call("GET", `${t.ws}/operations/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 400, "validation_failed", "operation_id");
     await waitForOperation(t, opId);
+    // Once there are deliveries, still none of them through another workspace.
+    expect((await t.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries`)).body.data.length).toBeGreaterThan(0);
+    expectError(await other.call("GET", `${other.ws}/campaigns/${campaign.id}/deliveries`), 404, "not_found");
+    expectError(await other.call("GET", `${t.ws}/campaigns/${campaign.id}/deliveries`), 404, "not_found");
   });
 
   it("filters deliveries by status, paging within the filter", async () => {

@@ -8,6 +8,9 @@ describe("GET /workspaces", () => {
     const a = await createWorkspace("A");
     const b = await createWorkspace("B");
     await createWorkspace("Not mine");
+    // Another tenant's workspace, granted to its own credential: never listed here either.
+    const theirs = await createWorkspace("Theirs");
+    await createCredential([theirs.id]);
     const { token } = await createCredential([a.id, b.id]);
     const res = await call("GET", "/v1/workspaces", { token });
     expect(res.status).toBe(200);
