@@ -233,6 +233,14 @@ describe("campaigns", () => {
     expectError(await other.call("GET", `${other.ws}/campaigns/${campaign.id}`), 404, "not_found");
     expectError(await other.call("GET", `${t.ws}/campaigns`), 404, "not_found");
     expectError(await t.call("GET", `${t.ws}/campaigns/sub_01JD6Q3Z6W9X8B4N2M5K7P1R3T`), 400, "validation_failed", "campaign_id");
+    // Another workspace's lists hold none of this one's campaigns or segments, and its campaigns cannot take this one's segment.
+    const segment = await createSegment(t, { tags_any: ["vip"] });
+    expect((await other.call("GET", `${other.ws}/campaigns`)).body.data).toEqual([]);
+    expect((await other.call("GET", `${other.ws}/campaigns?status=draft`)).body.data).toEqual([]);
+    expect((await other.call("GET", `${other.ws}/segments`)).body.data).toEqual([]);
+    const theirs = await createCampaign(other);
+    expectError(await other.call("PATCH", `${other.ws}/campaigns/${theirs.id}`, { body: { segment_id: segment.id } }), 400, "resource_missing", "segment_id");
+    expect((await other.call("GET", `${other.ws}/campaigns/${theirs.id}`)).body.data.segment_id).toBeNull();
   });
 
   it("names the path parameter of whatever does not exist, and says what a well-formed id is", async () => {

@@ -87,6 +87,9 @@ describe("queue edges", () => {
     const again = await h.t.call("POST", path);
     expectError(again, 409, "campaign_not_sending");
     expect((await h.t.call("GET", `${h.t.ws}/events?type=campaign.failed`)).body.data).toHaveLength(1);
+    // A failed campaign is not sent again (a new campaign reaches the rest); it can be archived.
+    expectError(await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/send`, { body: {} }), 409, "campaign_not_sendable");
+    expect((await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/archive`)).body.data).toMatchObject({ status: "archived", sent_at: null });
   });
 
   it("a step whose Resend request is on its way when the cancel commits writes nothing after it: the ended send keeps its numbers and its updated_at", async () => {
@@ -207,6 +210,9 @@ describe("scheduling and the sweeper", () => {
     const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 3600_000).toISOString() });
     const op = await send(h.t, campaign.id, {});
     expect(h.queue.messages.map((m) => m.body)).toEqual([{ type: "start", operation_id: op.id }]);
+    // Scheduled is not a draft: a second send is refused, and makes no second operation.
+    expectError(await h.t.call("POST", `${h.t.ws}/campaigns/${campaign.id}/send`, { body: {} }), 409, "campaign_not_sendable");
+    expect(h.queue.messages).toHaveLength(1);
     const path = `${h.t.ws}/campaigns/${campaign.id}/unschedule`;
 
     const res = await h.t.call("POST", path, { headers: { "idempotency-key": "unschedule-0001" } });
@@ -247,8 +253,41 @@ describe("scheduling and the sweeper", () => {
     await h.step();
     expect((await h.t.call("GET", `${h.t.ws}/campaigns/${soon.id}`)).body.data.status).toBe("sending");
     expectError(await h.t.call("POST", `${h.t.ws}/campaigns/${soon.id}/unschedule`), 409, "campaign_not_scheduled");
+    // While it sends, it is neither edited, archived nor sent again.
+    expectError(await h.t.call("PATCH", `${h.t.ws}/campaigns/${soon.id}`, { body: { subject: "Changed" } }), 409, "campaign_not_editable");
+    expectError(await h.t.call("POST", `${h.t.ws}/campaigns/${soon.id}/archive`), 409, "campaign_not_editable");
+    expectError(await h.t.call("POST", `${h.t.ws}/campaigns/${soon.id}/send`, { body: {} }), 409, "campaign_not_sendable");
     await h.drain();
+    expect((await h.t.call("GET", `${h.t.ws}/campaigns/${soon.id}`)).body.data).toMatchObject({ status: "sent", subject: "Hello" });
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded" });
+  });
+
+  it("a scheduled send's audience is taken when it starts: a subscriber who joins between the request and the start is in it", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 2);
+    const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 3600_000).toISOString() });
+    const op = await send(h.t, campaign.id, {});
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const joined = await h.t.call("POST", `${h.t.ws}/subscribers`, { body: { email: "joined-later@example.com" } });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Its time comes (moved to now): the start reads the audience as it stands then.
+    await env.DB.prepare("UPDATE operations SET start_at = ?2 WHERE id = ?1").bind(op.id, Date.now()).run();
+    await h.drain();
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3 } });
+    expect((await allDeliveries(h.t, campaign.id)).map((d) => d.subscriber_id)).toContain(joined.body.data.id);
+  });
+
+  it("a draft whose scheduled_at has passed is sent now, to the audience of now", async () => {
+    const h = await harness("test");
+    await seedSubscribers(h.t.workspace.id, 2);
+    const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 200).toISOString() });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const joined = await h.t.call("POST", `${h.t.ws}/subscribers`, { body: { email: "after-the-time@example.com" } });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const op = await send(h.t, campaign.id, {});
+    await h.drain();
+    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3 } });
+    expect((await allDeliveries(h.t, campaign.id)).map((d) => d.subscriber_id)).toContain(joined.body.data.id);
   });
 
   it("a send scheduled beyond the queue's 12 h delay is started by the cron sweep when it is due", async () => {

@@ -192,6 +192,17 @@ describe("send over HTTP", () => {
     expect((await t.call("GET", `${t.ws}/campaigns/${campaign.id}`)).body.data.status).toBe("draft");
   });
 
+  it("reaches the active subscribers of its own workspace only", async () => {
+    const t = await tenant();
+    const mine = await seedSubscribers(t.workspace.id, 3);
+    const other = await tenant("Other");
+    await seedSubscribers(other.workspace.id, 4);
+    const campaign = await createCampaign(t);
+    const op = await waitForOperation(t, (await sendCampaign(t, campaign.id)).id);
+    expect(op).toMatchObject({ status: "succeeded", progress: { total: 3 } });
+    expect((await allDeliveries(t, campaign.id)).map((d) => d.subscriber_id).sort()).toEqual([...mine].sort());
+  });
+
   it("needs campaigns:send to send and campaigns:read to read operations and deliveries; hides other workspaces", async () => {
     const t = await tenant();
     await seedSubscribers(t.workspace.id, 2);

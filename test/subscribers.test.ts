@@ -433,8 +433,15 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
   it("never shows another workspace's subscribers", async () => {
     const a = await tenant("A");
     const b = await tenant("B");
-    await seedSubscribers(b.workspace.id, 5);
+    await seedSubscribers(b.workspace.id, 5, () => ({ tags: ["vip"], status: "unsubscribed" }));
     expect((await a.call("GET", `${a.ws}/subscribers`)).body.data).toEqual([]);
+    // Nor through any filter: each is a range of this workspace's own rows.
+    for (const query of ["tag=vip", "status=unsubscribed", "tag=vip&status=unsubscribed", "email=user0@example.com", "email=user0@example.com&tag=vip"]) {
+      const res = await a.call("GET", `${a.ws}/subscribers?${query}`);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data, query).toEqual([]);
+    }
+    expect((await b.call("GET", `${b.ws}/subscribers?tag=vip`)).body.data).toHaveLength(5);
     expectError(await a.call("GET", `${b.ws}/subscribers`), 404, "not_found");
     expectError(await a.call("POST", `${b.ws}/subscribers`, { body: { email: "x@example.com" } }), 404, "not_found");
   });
