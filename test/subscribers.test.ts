@@ -442,6 +442,10 @@ describe("GET /workspaces/{workspace_id}/subscribers", () => {
       expect(res.body.data, query).toEqual([]);
     }
     expect((await b.call("GET", `${b.ws}/subscribers?tag=vip`)).body.data).toHaveLength(5);
+    // Filters combine: the address within the tag, or nothing when it is not in the tag or status.
+    expect((await b.call("GET", `${b.ws}/subscribers?email=user0@example.com&tag=vip`)).body.data.map((s: { email: string }) => s.email)).toEqual(["user0@example.com"]);
+    expect((await b.call("GET", `${b.ws}/subscribers?email=user0@example.com&tag=weekly`)).body.data).toEqual([]);
+    expect((await b.call("GET", `${b.ws}/subscribers?email=user0@example.com&status=active`)).body.data).toEqual([]);
     expectError(await a.call("GET", `${b.ws}/subscribers`), 404, "not_found");
     expectError(await a.call("POST", `${b.ws}/subscribers`, { body: { email: "x@example.com" } }), 404, "not_found");
   });
