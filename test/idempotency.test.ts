@@ -282,6 +282,23 @@ describe("Idempotency-Key", () => {
     expect(other.status, other.text).toBe(201);
   });
 
+  it("a write that fails under an expired key not yet purged is a 500, not an answer from the expired record", async () => {
+    const t = await tenant();
+    expect((await t.call("POST", `${t.ws}/subscribers`, withKey("expired-then-failed", { email: "old@example.com" }))).status).toBe(201);
+    await env.DB.prepare("update idempotency_keys set expires_at = ? where credential_id = ? and key = ?")
+      .bind(Date.now() - 1, t.credential.id, "expired-then-failed")
+      .run();
+    await forgetKv();
+    vi.spyOn(env.DB, "batch").mockRejectedValueOnce(new Error("D1 is unavailable"));
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const failed = await t.call("POST", `${t.ws}/subscribers`, withKey("expired-then-failed", { email: "new@example.com" }));
+    expectError(failed, 500, "internal_error");
+    vi.restoreAllMocks();
+    const retried = await t.call("POST", `${t.ws}/subscribers`, withKey("expired-then-failed", { email: "new@example.com" }));
+    expect(retried.status, retried.text).toBe(201);
+    expect(retried.headers.get("idempotent-replayed")).toBeNull();
+  });
+
   it("records an error answered under an expired key not yet purged: D1 holds the new answer", async () => {
     const t = await tenant();
     const missing = `${t.ws}/campaigns/cmp_01JD6Q3Z6W9X8B4N2M5K7P1R3T/test`;
