@@ -262,19 +262,30 @@ describe("scheduling and the sweeper", () => {
     expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded" });
   });
 
+  /** A subscriber who joins now: a few milliseconds after what came before, and before what comes next. */
+  const joinsNow = async (h: Awaited<ReturnType<typeof harness>>, email: string): Promise<string> => {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const joined = await h.t.call("POST", `${h.t.ws}/subscribers`, { body: { email } });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return joined.body.data.id;
+  };
+
+  /** The send succeeded to `total` recipients, `subscriberId` among them. */
+  const expectReached = async (h: Awaited<ReturnType<typeof harness>>, operationId: string, campaignId: string, subscriberId: string, total: number) => {
+    expect(await operationOf(h.t, operationId)).toMatchObject({ status: "succeeded", progress: { total } });
+    expect((await allDeliveries(h.t, campaignId)).map((d) => d.subscriber_id)).toContain(subscriberId);
+  };
+
   it("a scheduled send's audience is taken when it starts: a subscriber who joins between the request and the start is in it", async () => {
     const h = await harness("test");
     await seedSubscribers(h.t.workspace.id, 2);
     const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 3600_000).toISOString() });
     const op = await send(h.t, campaign.id, {});
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    const joined = await h.t.call("POST", `${h.t.ws}/subscribers`, { body: { email: "joined-later@example.com" } });
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    const joined = await joinsNow(h, "joined-later@example.com");
     // Its time comes (moved to now): the start reads the audience as it stands then.
     await env.DB.prepare("UPDATE operations SET start_at = ?2 WHERE id = ?1").bind(op.id, Date.now()).run();
     await h.drain();
-    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3 } });
-    expect((await allDeliveries(h.t, campaign.id)).map((d) => d.subscriber_id)).toContain(joined.body.data.id);
+    await expectReached(h, op.id, campaign.id, joined, 3);
   });
 
   it("a draft whose scheduled_at has passed is sent now, to the audience of now", async () => {
@@ -282,12 +293,10 @@ describe("scheduling and the sweeper", () => {
     await seedSubscribers(h.t.workspace.id, 2);
     const campaign = await createCampaign(h.t, { scheduled_at: new Date(Date.now() + 200).toISOString() });
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const joined = await h.t.call("POST", `${h.t.ws}/subscribers`, { body: { email: "after-the-time@example.com" } });
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    const joined = await joinsNow(h, "after-the-time@example.com");
     const op = await send(h.t, campaign.id, {});
     await h.drain();
-    expect(await operationOf(h.t, op.id)).toMatchObject({ status: "succeeded", progress: { total: 3 } });
-    expect((await allDeliveries(h.t, campaign.id)).map((d) => d.subscriber_id)).toContain(joined.body.data.id);
+    await expectReached(h, op.id, campaign.id, joined, 3);
   });
 
   it("a send scheduled beyond the queue's 12 h delay is started by the cron sweep when it is due", async () => {

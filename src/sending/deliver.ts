@@ -9,7 +9,7 @@ import { type DeliveryResults, lookBeforeRequest, type QueuedDelivery, queuedChu
 import type { BatchAnswer, DeliveryError, Integration, OutboundEmail } from "./integrations/types";
 import { MAX_QUEUE_DELAY_SECONDS } from "./messages";
 import { markOperationWaiting, loadOperationState } from "./send.repository";
-import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, type StepDeps, type StepResult, yieldToEventLoop } from "./step";
+import { type Attempt, chunkSizeOf, enqueue, integrationFor, loadComposer, type StepDeps, type StepResult, yieldToEventLoop } from "./step";
 
 // The delivery step of a send: one chunk of queued deliveries handed to the integration as one
 // provider batch, under the batch's idempotency key, and what came of it recorded in one write.
@@ -83,7 +83,7 @@ export const deliver = async (deps: StepDeps, operationId: string, from: string 
   const op = await loadOperationState(deps.d1, operationId);
   if (!op || op.status !== "running") return;
   const integration = integrationFor(deps, op.deliveryIntegration);
-  const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
+  const chunk = chunkSizeOf(integration);
   // The first chunk with queued rows in the range, as the fan-out planned it (so its key is the one
   // every earlier request for it used, whatever range this message names).
   const { rows, more, after } = await queuedChunk(deps.d1, op.campaignId, from, to, chunk + 1);

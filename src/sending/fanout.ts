@@ -5,7 +5,7 @@ import { advanceFanout, type Candidate, deliveryStatements, type NewDelivery, re
 import type { Integration } from "./integrations/types";
 import type { SendMessage } from "./messages";
 import { loadOperationState, type OperationState } from "./send.repository";
-import { type Attempt, enqueue, FALLBACK_CHUNK, integrationFor, loadComposer, type StepDeps, type StepResult } from "./step";
+import { type Attempt, chunkSizeOf, enqueue, integrationFor, loadComposer, type StepDeps, type StepResult } from "./step";
 
 // The fan-out step of a send: the audience, window by window, becomes deliveries (settled at once
 // for the sandbox; otherwise queued in provider-sized chunks, each with its work message).
@@ -66,7 +66,7 @@ export const fanout = async (deps: StepDeps, operationId: string, after: string 
   // until a batch is full: see SEGMENT_WINDOW.
   const gathers = op.segmentFilter !== null && integration !== undefined && !integration.settleAtCreation;
   const size = gathers ? SEGMENT_WINDOW : FANOUT_WINDOW;
-  const batch = integration?.chunkSize ?? FALLBACK_CHUNK;
+  const batch = chunkSizeOf(integration);
   let read = recipientWindow(deps.d1, op, position, size);
   let gathered: Candidate[] = [];
   for (let i = 0; i < FANOUT_WINDOWS_PER_MESSAGE; i++) {
@@ -116,7 +116,7 @@ const fanoutWindow = async (
   const done = exhausted && window.length === scanned.length;
   const last = window.at(-1)?.id ?? after;
   const matched = window.filter((c) => c.matches);
-  const chunk = integration?.chunkSize ?? FALLBACK_CHUNK;
+  const chunk = chunkSizeOf(integration);
   // Each delivery records the last member of its provider batch (see queuedChunk).
   const chunkEndOf = (i: number) => matched[Math.min(Math.floor(i / chunk) * chunk + chunk - 1, matched.length - 1)]?.id;
   // Rows settled at creation (the sandbox) are never read by chunk: they get no chunk_end, and their

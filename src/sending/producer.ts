@@ -30,15 +30,16 @@ type SendRequest = {
  */
 export const chooseIntegration = (requested: string | undefined, mode: CredentialMode, env: Env) => {
   const slug = requested ?? (mode === "live" ? "resend" : "sandbox");
-  // What the message offers is what this deployment has: naming it is then never refused.
-  const configured = integrationSlugs.filter((known) => resolveIntegration(known, env)).join(", ");
+  // What a refusal offers is what this deployment has (naming it is then never refused); worked out
+  // only when refusing, not on every send.
+  const configured = () => integrationSlugs.filter((known) => resolveIntegration(known, env)).join(", ");
   if (!isIntegrationSlug(slug)) {
-    throw new ApiError("unknown_integration", `No integration is named ${JSON.stringify(slug)}; this deployment has: ${configured} (slugs are exact and lower-case)`, {
+    throw new ApiError("unknown_integration", `No integration is named ${JSON.stringify(slug)}; this deployment has: ${configured()} (slugs are exact and lower-case)`, {
       param: "integration_slug",
     });
   }
   if (requested !== undefined && !resolveIntegration(slug, env)) {
-    throw new ApiError("unknown_integration", `The ${slug} integration is not configured in this deployment (it has: ${configured})`, {
+    throw new ApiError("unknown_integration", `The ${slug} integration is not configured in this deployment (it has: ${configured()})`, {
       param: "integration_slug",
     });
   }

@@ -28,7 +28,10 @@ export type Attempt = { attempts: number };
 export const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /** Deliveries per work message when the integration is not known (not configured here). */
-export const FALLBACK_CHUNK = 25;
+const FALLBACK_CHUNK = 25;
+
+/** Deliveries per work message (one provider batch): the integration's, or FALLBACK_CHUNK. */
+export const chunkSizeOf = (integration: Integration | undefined): number => integration?.chunkSize ?? FALLBACK_CHUNK;
 
 /** Each message to its queue (`queueFor`), now or after `delaySeconds`. */
 export const enqueue = (deps: StepDeps, messages: SendMessage[], delaySeconds?: number) =>
